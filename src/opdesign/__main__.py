@@ -1,0 +1,3 @@
+from opdesign.cli import main
+
+main()

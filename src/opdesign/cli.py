@@ -1,0 +1,209 @@
+"""Command-line interface: a thin Typer layer over the library functions.
+
+Exit codes (stable, see ``opdesign.errors``): 0 success; 1 error-level
+findings or a failed check; 2 unusable input (bad SPEC, missing file, refused
+overwrite, bad arguments). Human output goes to stdout, diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from opdesign.errors import OpdesignError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Design and lint PyPTO attention operators for Ascend NPUs.",
+    pretty_exceptions_enable=False,
+)
+cards_app = typer.Typer(no_args_is_help=True, help="Skeleton (SK) and atom (AT) pattern cards.")
+schema_app = typer.Typer(no_args_is_help=True, help="JSON Schemas of opdesign inputs.")
+app.add_typer(cards_app, name="cards")
+app.add_typer(schema_app, name="schema")
+
+
+# Commands raise OpdesignError; main() turns it into "error: <code>: <message>"
+# on stderr and the error's exit code. Each area keeps its commands in its own
+# section below.
+
+# === spec / estimate / new ===
+
+
+@schema_app.command("spec")
+def schema_spec() -> None:
+    """Print the JSON Schema of the SPEC."""
+    from opdesign.spec import spec_json_schema
+
+    typer.echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
+
+
+@app.command()
+def estimate(
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file"),
+    as_json: bool = typer.Option(False, "--json", help="print the Plan as JSON"),
+) -> None:
+    """Decide the design numbers of a SPEC (skeleton, form, tiles, budgets, counts)."""
+    from opdesign.pipeline import plan_from_spec_file
+
+    plan = plan_from_spec_file(spec)
+    if as_json:
+        typer.echo(plan.model_dump_json(indent=2))
+        return
+    from opdesign.render import render_plan_text
+
+    typer.echo(render_plan_text(plan), nl=False)
+
+
+@app.command()
+def new(
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file"),
+    out: Path = typer.Option(None, "--out", help="output folder (default: ./<op_name>)"),
+    lang: str = typer.Option("en", "--lang", help="DESIGN.md headings: en or zh"),
+    force: bool = typer.Option(False, "--force", help="overwrite existing files"),
+) -> None:
+    """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
+    from opdesign.errors import InputError
+    from opdesign.pipeline import new_design
+
+    if lang not in ("en", "zh"):
+        raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
+    result = new_design(spec, out, lang=lang, force=force)
+    for path in result.files:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"{result.plan.skeleton.id} {result.plan.form} form: q_tile={result.plan.q_tile} "
+               f"kv_tile={result.plan.kv_tile} root_count={result.plan.root_count} "
+               f"ub={result.plan.ub_budget.total_bytes}/{result.plan.ub_budget.capacity_bytes} B")
+
+# === cards / rules ===
+
+from opdesign import catalog as _catalog  # noqa: E402  (kept inside this section)
+
+
+def _value_lines(name: str, value: object, indent: str = "  ") -> list[str]:
+    """``name: value`` for people: one YAML flow line when short, an indented YAML block otherwise."""
+    import yaml
+
+    if isinstance(value, str):
+        return [f"{indent}{name}: {value}"]
+    flow = yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False, allow_unicode=True)
+    flow = flow.strip().removesuffix("...").strip()
+    if len(indent) + len(name) + len(flow) <= 100:
+        return [f"{indent}{name}: {flow}"]
+    block = yaml.safe_dump(value, default_flow_style=False, width=10_000, sort_keys=False, allow_unicode=True)
+    return [f"{indent}{name}:"] + [f"{indent}  {line}" for line in block.rstrip().splitlines()]
+
+
+def _echo_json(data: object) -> None:
+    import json
+
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _card_text(card: _catalog.Card) -> str:
+    """Human view of one card: the front-matter fields, then the Markdown body."""
+    out = [f"{card.id}  {card.title}  ({card.type})"]
+    for label, value in (("file", card.path), ("flow", card.flow_pattern), ("tags", ", ".join(card.tags))):
+        out.append(f"  {label:<8}{value}")
+    out.append(f"  source  {card.source}")
+    out += ["examples:"] + [f"  - {item}" for item in card.examples]
+    out += ["applicability:"] + [f"  - {item}" for item in card.applicability]
+    out.append("rules:")
+    pad = " " * 23
+    for rule in card.rules:
+        out.append(f"  {rule.id:<11}{rule.level:<10}{rule.text}")
+        if rule.when:
+            out.append(f"{pad}when: {rule.when}")
+        out.append(f"{pad}consequence: {rule.consequence}")
+    out.append("config:" if card.config else "config: (none)")
+    for rec in card.config:
+        out += _value_lines(f"{rec.key} ({rec.status})", rec.value)
+        out.append(f"      purpose: {rec.purpose}")
+        out += [f"      when: {rec.when}"] if rec.when else []
+    out.append("unroll candidates:" if card.unroll_candidates else "unroll candidates: (none)")
+    for variant, factors in card.unroll_candidates.items():
+        out += _value_lines(variant, factors)
+    out.append("parameters:" if card.parameters else "parameters: (none)")
+    for name, value in card.parameters.items():
+        out += _value_lines(name, value)
+    return "\n".join(out) + "\n\n" + card.body.rstrip()
+
+
+def _constraint_text(item: _catalog.Constraint) -> str:
+    """Human view of one constraint: every field, parameters last."""
+    out = [f"{item.id}  ({item.level}, area {item.area})"]
+    fields = (("rule", item.rule), ("when", item.when), ("consequence", item.consequence))
+    out += [f"  {label:<13}{value}" for label, value in fields if value]
+    out += [f"  {'source':<13}{item.source}", f"  {'file':<13}{item.path}"]
+    if item.parameters:
+        out.append("  parameters:")
+        for name, value in item.parameters.items():
+            out += _value_lines(name, value, indent="    ")
+    return "\n".join(out)
+
+
+@cards_app.command("list")
+def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+    """List every skeleton and atom card: id, type, title, tags."""
+    cards = _catalog.load_catalog().cards.values()
+    if as_json:
+        keys = {"id", "type", "title", "tags", "flow_pattern", "path"}
+        _echo_json([card.model_dump(mode="json", include=keys) for card in cards])
+        return
+    for card in cards:
+        typer.echo(f"{card.id:<7}{card.type:<10}{card.title:<42}{', '.join(card.tags)}")
+
+
+@cards_app.command("show")
+def cards_show(
+    card_id: str = typer.Argument(..., help="Card id, e.g. SK-01 or AT-17."),
+    as_json: bool = typer.Option(False, "--json", help="Print the card as a JSON object."),
+) -> None:
+    """Show one card: its structured fields, then its explanation."""
+    card = _catalog.load_catalog().card(card_id)
+    if as_json:
+        _echo_json(card.model_dump(mode="json"))
+    else:
+        typer.echo(_card_text(card))
+
+
+@app.command("rules")
+def rules(
+    rule_id: str | None = typer.Argument(None, help="Show one rule, e.g. C-TILE-02; omit to list all."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the rule catalog (constraints C-TILE/LOOP/SYM/DATA/API), or show one rule in full."""
+    if rule_id is None:
+        rows = _catalog.rule_rows()
+        if as_json:
+            _echo_json(rows)
+        for row in rows if not as_json else []:
+            typer.echo(f"{row['id']:<11}{row['level']:<10}{row['text']}")
+        return
+    item = _catalog.load_catalog().constraint(rule_id)
+    if as_json:
+        _echo_json(item.model_dump(mode="json"))
+    else:
+        typer.echo(_constraint_text(item))
+
+
+# === golden ===
+
+# === validate ===
+
+# === rank ===
+
+# === tool / mcp ===
+
+
+def main() -> None:
+    """Console-script entry point; turns OpdesignError into its exit code."""
+    try:
+        app()
+    except OpdesignError as err:  # raised outside a command wrapper
+        typer.echo(f"error: {err.code}: {err.message}", err=True)
+        sys.exit(err.exit_code)

@@ -1,0 +1,66 @@
+"""Error types shared by the CLI and the agent tools.
+
+Every error opdesign raises on purpose is an :class:`OpdesignError` with a
+stable ``code`` (used in JSON tool errors) and an ``exit_code`` (used by the
+CLI). Exit codes: 0 success, 1 findings at error level / failed self-check,
+2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_INPUT = 2
+
+
+class OpdesignError(Exception):
+    """Base error: ``code`` is stable and machine-readable, ``message`` is for people."""
+
+    code = "error"
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class SpecError(OpdesignError):
+    """The SPEC is missing, unreadable or breaks the SPEC schema (field path in the message)."""
+
+    code = "spec_invalid"
+
+
+class CatalogError(OpdesignError):
+    """A card, constraint table or device profile shipped with opdesign is malformed."""
+
+    code = "catalog_invalid"
+
+
+class NotFoundError(OpdesignError):
+    """A named card, rule, device, tool or file does not exist."""
+
+    code = "not_found"
+
+
+class OutputExistsError(OpdesignError):
+    """An output file exists and ``--force`` was not given."""
+
+    code = "output_exists"
+
+
+class InputError(OpdesignError):
+    """Any other unusable input (unreadable file, not UTF-8, too large, bad argument)."""
+
+    code = "invalid_input"
+
+
+class PathOutsideRootError(OpdesignError):
+    """A path given to an agent tool resolves outside the allowed root."""
+
+    code = "path_outside_root"

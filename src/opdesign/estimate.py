@@ -1,0 +1,236 @@
+"""Spec -> Plan for SK-01 forward attention: pure arithmetic, every number with its rule.
+
+Scope of this version: forward attention, contiguous KV, mask ``none`` or
+``causal``, MHA / GQA / MQA. Other variants raise :class:`SpecError` naming the
+field (they are planned, not silently approximated).
+
+Numbers read from the catalog (never hard-coded here): SK-01 ``parameters``
+(performance-form thresholds, safe tiles), C-TILE-02 ``align_bytes``,
+C-TILE-03 ``tensor_count``, C-TILE-04 ``expansion_limit``, C-TILE-05
+``cube_align_elems``, the device profile capacities.
+"""
+
+from __future__ import annotations
+
+from math import ceil, sqrt
+
+from opdesign import budget
+from opdesign.catalog import load_catalog
+from opdesign.errors import SpecError
+from opdesign.estimate_parts import (
+    choose_cube_tiles,
+    choose_vec_tiles,
+    config_entries,
+    expansion,
+    form_checks,
+    interfaces,
+    loop_rows,
+    state_rows,
+)
+from opdesign.plan import Choice, Decision, Plan, Unroll
+from opdesign.spec import Spec
+
+SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",)}
+
+
+def _check_supported(spec: Spec) -> None:
+    for field, allowed in SUPPORTED.items():
+        value = getattr(spec, field)
+        if value not in allowed:
+            raise SpecError(
+                f"{field}: {value!r} is not planned by this version of opdesign "
+                f"(supported: {', '.join(allowed)}); see the README's scope section"
+            )
+
+
+def axis_hi(spec: Spec, name: str) -> int:
+    """Upper bound of an axis: the dynamic range's ``hi`` or the typical shape value."""
+    for axis in spec.dynamic_axes:
+        if axis.name == name:
+            return max(axis.range[1], getattr(spec.shape, name))
+    return getattr(spec.shape, name)
+
+
+def causal_valid_blocks(seq_q: int, seq_kv: int, q_tile: int, kv_tile: int) -> list[int]:
+    """Valid KV blocks per q block under a causal mask (bottom-right aligned).
+
+    Query row ``r`` sees KV columns ``c <= r + seq_kv - seq_q``; a block is
+    valid when it holds at least one visible column (FAI load balance, domain.md §7).
+    """
+    offset = seq_kv - seq_q
+    kv_tiles = ceil(seq_kv / kv_tile)
+    out = []
+    for i in range(ceil(seq_q / q_tile)):
+        last_row = min((i + 1) * q_tile, seq_q) - 1
+        visible = last_row + offset + 1
+        out.append(0 if visible <= 0 else min(kv_tiles, ceil(visible / kv_tile)))
+    return out
+
+
+def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
+    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    safe = sk01.param("safe_cube_tile")
+    sq, skv = axis_hi(spec, "seq_q"), axis_hi(spec, "seq_kv")
+    if form == "performance":
+        per_head = sk01.param("perf_q_tiles_per_head")
+        q_tile = budget.align_up(ceil(sq / per_head), align)
+        max_static = sk01.param("static_kv_max_tiles")
+        kv_tile = budget.align_up(ceil(skv / max_static), safe)
+        return q_tile, kv_tile, [
+            Decision(name="q_tile", value=q_tile, basis=f"align16(ceil(seq_q {sq} / {per_head})): at most {per_head} Q tiles per (batch, head)",
+                     source="SK-01 perf invariant 1"),
+            Decision(name="kv_tile", value=kv_tile, basis=f"align{safe}(ceil(seq_kv {skv} / {max_static})): k_tile_count <= {max_static} so the K loop is a static range",
+                     source="SK-01 perf invariant 2"),
+        ]
+    q_tile = min(safe, budget.align_up(sq, align))
+    kv_tile = min(safe, budget.align_up(skv, align))
+    return q_tile, kv_tile, [
+        Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
+                 source="SK-01 safe baseline, FAI BLOCK_BASE_SIZE 128"),
+        Decision(name="kv_tile", value=kv_tile, basis=f"min(safe tile {safe}, align{align}(seq_kv hi {skv}))",
+                 source="SK-01 safe baseline, FAI L1TileShape <128,128,128>"),
+    ]
+
+
+def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
+    """Decide the whole design of a SPEC.
+
+    Args:
+        spec: a validated SPEC.
+        golden_module_count: ``(module_count, reason)`` from the golden estimator, if any.
+
+    Raises:
+        SpecError: the SPEC asks for a variant this version does not plan, or no
+            legal tiling exists within the device's buffers.
+    """
+    _check_supported(spec)
+    cat = load_catalog()
+    sk01 = cat.card("SK-01")
+    device = cat.device(spec.device)
+    s = spec.shape
+    q_tile_perf = budget.align_up(ceil(axis_hi(spec, "seq_q") / sk01.param("perf_q_tiles_per_head")), 16)
+    checks = form_checks(spec, sk01, q_tile_perf)
+    form = "performance" if all(c.passed for c in checks) else "baseline"
+    failed = [c for c in checks if not c.passed]
+    form_reason = (
+        "all four SK-01 performance-form conditions hold"
+        if form == "performance"
+        else "safe baseline: failed " + "; ".join(f"{c.id} ({c.condition}: {c.observed})" for c in failed)
+    )
+    q_tile, kv_tile, tile_decisions = _tiles(spec, form, sk01)
+    q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
+    kv_loop = "range" if form == "performance" else "pypto.loop"
+
+    cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
+    vec = choose_vec_tiles(spec, form, q_tile, kv_tile, cube, device, sk01)
+    resident = form == "baseline"
+    ub = budget.ub_budget(device, q_tile=q_tile, head_dim=s.head_dim, resident_state=resident, cube=cube, vec=vec)
+    cube_nbuffer = 2
+    l1 = budget.l1_budget(device, cube, cube_nbuffer)
+    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+    over = [b for b in [ub, l1, *l0] if not b.fits]
+    if over:
+        raise SpecError(
+            "shape: no legal tiling: " + "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over)
+            + " (C-TILE-03)"
+        )
+    exp = expansion(q_tile, kv_tile, s.head_dim, vec, kv_tiles if kv_loop == "range" else 1)
+
+    root_count = s.batch * s.num_heads * q_tiles
+    if spec.mask == "causal":
+        valid = causal_valid_blocks(s.seq_q, s.seq_kv, q_tile, kv_tile)
+        task_count = s.batch * s.num_heads * sum(valid)
+        task_basis = f"batch x num_heads x sum(valid kv blocks per q block {valid})"
+    else:
+        task_count = root_count * kv_tiles
+        task_basis = f"root_count {root_count} x kv_tiles {kv_tiles}"
+    work = q_tile * s.seq_kv * s.head_dim
+    counts = [
+        Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, q_tile {q_tile})", source="SK-01 loop nest"),
+        Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, kv_tile {kv_tile})", source="SK-01 loop nest"),
+        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}",
+                 source="SK-01 structural table (root count)"),
+        Decision(name="task_count", value=task_count, basis=task_basis + " (one C1-V1-C2 step per task)",
+                 source="SK-01 structural table, FAI pipeline (domain.md §7)"),
+        Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim} per matmul stage",
+                 source="SK-01 structural table (task granularity)"),
+        Decision(name="cores_busy", value=min(root_count, device.aic_cores),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
+    ]
+    unroll = Unroll(
+        candidates=list(sk01.unroll_candidates.get("default", [1])),
+        unroll_factor=1,
+        unroll_list=[1],
+        remainder_rule=(
+            "no remainder: the static range traces every KV tile" if kv_loop == "range"
+            else "factor 1 divides every kv_tiles count; larger factors are tuning candidates and need a list covering each remainder"
+        ),
+        reason=(
+            "FA MHA variant keeps one KV-loop factor; start from 1 (C-LOOP-05)" if kv_loop != "range"
+            else "performance form: static Python range over <= 8 KV tiles, no unroll_list (SK-01 perf invariant 2)"
+        ),
+        source="SK-01 unroll candidates, C-LOOP-05",
+    )
+    config, entries = config_entries(spec, sk01)
+    primary, outputs, modules = interfaces(spec)
+    if golden_module_count is not None:
+        module_count, module_reason = golden_module_count
+    else:
+        module_count = 1
+        module_reason = ("no golden given; SK-01 keeps C1 -> V1 -> C2 and the online-softmax state in one "
+                         "module (the softmax chain and the state it carries belong together)")
+    rtol, atol = spec.tolerance
+    return Plan(
+        op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
+        kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
+        head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
+        group_size=s.num_heads // s.num_kv_heads, seq_q=s.seq_q, seq_kv=s.seq_kv, batch=s.batch,
+        skeleton=Choice(id="SK-01", title=sk01.title,
+                        reason="forward attention iterating KV tiles with an online softmax (QK^T -> softmax -> PV)"),
+        atoms=_atoms(spec, cat),
+        form=form, form_reason=form_reason, form_checks=checks,
+        q_tile=q_tile, kv_tile=kv_tile, q_tiles=q_tiles, kv_tiles=kv_tiles, kv_loop=kv_loop,
+        tile_decisions=tile_decisions, cube_tiles=cube, vec_tiles=vec,
+        unroll=unroll, unroll_factor=unroll.unroll_factor,
+        root_count=root_count, task_count=task_count, work_per_root_macs=work, counts=counts,
+        ub_budget=ub, l1_budget=l1, l0_budgets=l0, expansion=exp,
+        loops=loop_rows(spec, kv_loop), state=state_rows(spec, q_tile, form),
+        config=config, config_entries=entries,
+        primary_inputs=primary, final_outputs=outputs, modules=modules,
+        module_count=module_count, module_reason=module_reason,
+        scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
+        typical_configs=[
+            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
+             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
+            for c in spec.typical_configs
+        ],
+        dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+        risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+    )
+
+
+def _atoms(spec: Spec, cat) -> list[Choice]:
+    picks = [
+        ("AT-12", "C1: S = Q K^T scaled by 1/sqrt(head_dim)"),
+        ("AT-01", "V1: online softmax carrying mi/li/oi across KV tiles"),
+        ("AT-13", "C2: O_ij = P V"),
+        ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape"),
+        ("AT-21", "sub-graph scopes keep the softmax chain in one vector graph"),
+    ]
+    return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
+
+
+def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[str]:
+    s = spec.shape
+    out = [f"UB margin {ub.capacity_bytes - ub.total_bytes} B of {ub.capacity_bytes} B "
+           f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): any added vector buffer must be re-budgeted (C-TILE-03)."]
+    if s.seq_q % q_tile or s.seq_kv % kv_tile:
+        out.append(f"tails: seq_q {s.seq_q} mod q_tile {q_tile} = {s.seq_q % q_tile}, seq_kv {s.seq_kv} mod kv_tile {kv_tile} = "
+                   f"{s.seq_kv % kv_tile}; padded rows/columns must not reach the row max or row sum (AT-20).")
+    if spec.mask == "causal":
+        out.append("causal mask: q blocks see different numbers of KV blocks, so per-core work is uneven (FAI load balance).")
+    if form == "performance":
+        out.append("performance form: breaking any SK-01 invariant (Q_TILE = seq_q/2, static K range, SSA state, "
+                   "sg_set_scope(6) chain, column-wise l/m) voids it; fall back to the safe baseline.")
+    out.append(f"expression expansion: {exp.max_per_op} per op against {exp.limit} (C-TILE-04 estimate; confirm with the real compile).")
+    return out

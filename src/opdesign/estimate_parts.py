@@ -1,0 +1,214 @@
+"""Building blocks of :func:`opdesign.estimate.estimate` (pure functions, no text formatting beyond reasons)."""
+
+from __future__ import annotations
+
+from math import ceil
+from typing import Any
+
+from opdesign import budget
+from opdesign.catalog import Card, DeviceProfile, load_catalog
+from opdesign.plan import (
+    ConfigEntry,
+    CubeTile,
+    Expansion,
+    ExpansionOp,
+    FormCheck,
+    LoopRow,
+    Module,
+    StateRow,
+    TensorSpec,
+    VecTile,
+)
+from opdesign.spec import Spec
+
+# Vector ops of each stage and their input counts (AT-01 per-block chain; V2 is
+# the accumulator rescale after C2, FAI "RescaleO").
+V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
+V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
+NP_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
+    """The four SK-01 performance-form conditions, evaluated on the SPEC's typical shape."""
+    s = spec.shape
+    kv_axis = next((a for a in spec.dynamic_axes if a.name == "seq_kv"), None)
+    if kv_axis is None:
+        c1 = (True, f"seq_kv fixed at {s.seq_kv}")
+    elif not kv_axis.uniform:
+        c1 = (False, f"seq_kv is non-uniform varlen in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+    else:
+        c1 = (kv_axis.range[0] == kv_axis.range[1], f"seq_kv dynamic in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+    dims = sk01.param("perf_head_dims")
+    lo, hi = sk01.param("perf_root_range")
+    roots = s.batch * s.num_heads * ceil(s.seq_q / q_tile_perf)
+    ratio_min = sk01.param("perf_ratio_min")
+    perf = spec.performance
+    c4 = (perf is not None and perf.ratio > ratio_min,
+          "no performance target in the SPEC" if perf is None
+          else f"current {perf.current_us:.10g} us / baseline {perf.baseline_us:.10g} us = {perf.ratio:.1f}x")
+    src = "SK-01 performance-oriented form, condition "
+    return [
+        FormCheck(id="SK-01-PERF-1", condition="K-side length is a uniform compile-time constant",
+                  observed=c1[1], passed=c1[0], source=src + "1"),
+        FormCheck(id="SK-01-PERF-2", condition=f"head_dim in {dims}", observed=f"head_dim = {s.head_dim}",
+                  passed=s.head_dim in dims, source=src + "2"),
+        FormCheck(id="SK-01-PERF-3", condition=f"root_count with Q_TILE = seq_q/2 in [{lo}, {hi}]",
+                  observed=f"{s.batch} x {s.num_heads} x {ceil(s.seq_q / q_tile_perf)} = {roots}",
+                  passed=lo <= roots <= hi, source=src + "3"),
+        FormCheck(id="SK-01-PERF-4", condition=f"performance target more than {ratio_min}x from the baseline",
+                  observed=c4[1], passed=c4[0], source=src + "4"),
+    ]
+
+
+def _l0_for(l1: int, cap: int, align: int) -> int:
+    """Largest L0 <= cap that divides ``l1`` and is a multiple of ``align`` (C-TILE-05)."""
+    for l0 in range(min(cap, l1), 0, -1):
+        if l1 % l0 == 0 and l0 % align == 0:
+            return l0
+    return l1
+
+
+def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01: Card) -> dict[str, CubeTile]:
+    """C1 (S = Q K^T: m=q rows, k=head_dim, n=kv cols) and C2 (O = P V: m=q rows, k=kv, n=head_dim).
+
+    Safe baseline: ``[128, 128]`` per axis clipped to the tile (SK-01 safe form).
+    Performance form: the K side of C2 doubles its L1 tile (fewer, larger PV
+    loads: FAI tuning "larger kvSeqBase"). C1's k L1 equals head_dim
+    (FAI ``L1TileShape::K = head_dim``). All axes satisfy C-TILE-05.
+    """
+    safe = sk01.param("safe_cube_tile")
+    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    d = spec.shape.head_dim
+    m1 = min(safe, budget.align_up(q_tile, align))
+    n1 = min(safe, budget.align_up(kv_tile, align))
+    k_c2 = min(2 * safe if form == "performance" else safe, budget.align_up(kv_tile, align))
+    d_l1 = budget.align_up(d, align)
+    dt = spec.dtype
+    ax = lambda l1: (_l0_for(l1, safe, align), l1)  # noqa: E731
+    return {
+        "C1": CubeTile(stage="C1", m=ax(m1), k=ax(d_l1), n=ax(n1), operand_dtype=dt,
+                       reason="m: q rows, k: head_dim (L1 = head_dim, FAI), n: kv columns; [L0, L1] per C-TILE-05"),
+        "C2": CubeTile(stage="C2", m=ax(m1), k=ax(k_c2), n=ax(d_l1), operand_dtype=dt,
+                       reason="m: q rows, k: kv columns of P, n: head_dim; P cast to the input dtype before C2 (C-API-02)"),
+    }
+
+
+def choose_vec_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, cube: dict[str, CubeTile],
+                     device: DeviceProfile, sk01: Card) -> dict[str, VecTile]:
+    """V1 (softmax chain on ``[q_tile, kv_tile]`` FP32) and V2 (rescale on ``[q_tile, head_dim]`` FP32).
+
+    Columns are multiples of 16 elements so both FP32 (8) and the BF16/FP16 cast
+    of P (16) meet C-TILE-02. Safe baseline: the smallest tile of the
+    ``safe_vec_range``. Performance form: the largest power-of-two tile whose UB
+    total fits (C-TILE-03) and whose per-op expansion stays within C-TILE-04.
+    """
+    lo, hi = sk01.param("safe_vec_range")
+    d = spec.shape.head_dim
+    cols_v2 = min(budget.align_up(d, 16), 128)
+    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
+
+    def tiles(r: int, c: int) -> dict[str, VecTile]:
+        return {
+            "V1": VecTile(stage="V1", shape=(r, c), dtype="fp32", view=(q_tile, kv_tile),
+                          reason="softmax chain on S in FP32; columns 16-aligned for the FP32 ops and the P cast (C-TILE-02)"),
+            "V2": VecTile(stage="V2", shape=(r, cols_v2), dtype="fp32", view=(q_tile, d),
+                          reason="accumulator rescale on [q_tile, head_dim] in FP32 (C-TILE-08: new shape, new TileShape)"),
+        }
+
+    if form == "baseline":
+        return tiles(min(lo, q_tile) if q_tile >= 16 else 16, min(hi, budget.align_up(kv_tile, 16)))
+    best = None
+    for r in (16, 32, 64):
+        c = 64
+        while c <= kv_tile:
+            cand = tiles(r, c)
+            ub = budget.ub_budget(device, q_tile=q_tile, head_dim=d, resident_state=False, cube=cube, vec=cand)
+            if ub.fits and expansion(q_tile, kv_tile, d, cand, 1).max_per_op <= limit:
+                key = (r * c, c)
+                if best is None or key > best[0]:
+                    best = (key, cand)
+            c *= 2
+    return best[1] if best else tiles(lo, min(hi, kv_tile))
+
+
+def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int) -> Expansion:
+    """Per-op ``ceil(view / tile) x (1 + inputs)`` for V1 and V2 (C-TILE-04 / quick-reference formula)."""
+    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
+    ops = []
+    for stage, table in (("V1", V1_OPS), ("V2", V2_OPS)):
+        t = vec[stage]
+        n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
+        ops += [ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)) for name, k in table]
+    worst = max(o.expressions for o in ops)
+    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops) * traced_copies,
+                     traced_copies=traced_copies, limit=limit, within_limit=worst <= limit)
+
+
+def config_entries(spec: Spec, sk01: Card) -> tuple[dict[str, dict[str, Any]], list[ConfigEntry]]:
+    """pass_options / runtime_options from the SK-01 card's configuration recommendations.
+
+    The first recommendation of each key without a ``when`` condition is taken;
+    ``ready_on_host_tensors`` is left out for contiguous KV (the card requires it
+    for paged / incremental control flow only).
+    """
+    config: dict[str, dict[str, Any]] = {"pass_options": {}, "runtime_options": {}}
+    entries: list[ConfigEntry] = []
+    seen = set()
+    for rec in sk01.config:
+        group, _, name = rec.key.partition(".")
+        if group not in config or rec.key in seen or rec.when or rec.status not in ("required", "recommended"):
+            continue
+        if name == "ready_on_host_tensors" and spec.kv_cache == "contiguous":
+            continue
+        seen.add(rec.key)
+        config[group][name] = rec.value
+        entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose=rec.purpose,
+                                   source=f"{sk01.id} configuration"))
+    return config, entries
+
+
+def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
+    return {"BNSD": ["batch", heads, seq, "head_dim"], "BSND": ["batch", seq, heads, "head_dim"],
+            "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
+
+
+def interfaces(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec], list[Module]]:
+    """Primary inputs (golden signature order), final outputs and the module list (CANNBot format)."""
+    dt = NP_DTYPE[spec.dtype]
+    q = TensorSpec(name="q", shape=_qkv_shape(spec, "num_heads", "seq_q"), dtype=dt)
+    k = TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt)
+    v = TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt)
+    out = TensorSpec(name="attn_out", shape=q.shape, dtype=dt)
+    module = Module(
+        id=1, name=f"{spec.op_name}_sk01",
+        description="C1 QK^T -> V1 online softmax -> C2 PV over KV tiles, FP32 state, cast on the last block",
+        inputs=[{"name": t.name, "source": "primary"} for t in (q, k, v)],
+        outputs=[{"name": out.name, "shape": out.shape, "dtype": out.dtype}],
+    )
+    return [q, k, v], [out], [module]
+
+
+def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:
+    kv_construct = "Python range (static, <= 8 tiles)" if kv_loop == "range" else "pypto.loop"
+    return [
+        LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
+        LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",
+                dependence=f"independent; kv head = h_idx // {spec.shape.num_heads // spec.shape.num_kv_heads}"),
+        LoopRow(name="q_idx", loop_kind="pypto.loop", bound="ceildiv(seq_q, Q_TILE)", step="Q_TILE rows",
+                dependence="independent (one root each)"),
+        LoopRow(name="kv_idx", loop_kind=kv_construct, bound="ceildiv(seq_kv, KV_TILE)", step="KV_TILE columns",
+                dependence="carries mi/li/oi (online softmax)"),
+    ]
+
+
+def state_rows(spec: Spec, q_tile: int, form: str) -> list[StateRow]:
+    d = spec.shape.head_dim
+    init = "first block: bound to the block's value (SSA)" if form == "performance" else "first block branch (is_loop_begin)"
+    return [
+        StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": mij",
+                 update="mnew = max(mi, mij)", final_use="m output / rescale"),
+        StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": lij",
+                 update="alpha*li + beta*lij", final_use="o = oi / li on the last block"),
+        StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=init + ": oij",
+                 update="alpha*oi + beta*oij", final_use=f"cast to {spec.dtype}, assemble into attn_out"),
+    ]

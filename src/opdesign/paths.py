@@ -1,0 +1,29 @@
+"""Locate the data folders (patterns, constraints, templates, skills).
+
+In an installed wheel they live in ``opdesign/_data/<name>`` (see the
+``force-include`` table of ``pyproject.toml``); in a source checkout or an
+editable install they are the top-level folders of the repository.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+DATA_NAMES = ("patterns", "constraints", "templates", "skills")
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """Return the folder holding data set ``name`` (one of :data:`DATA_NAMES`).
+
+    Raises:
+        FileNotFoundError: neither the wheel copy nor the checkout copy exists.
+    """
+    if name not in DATA_NAMES:
+        raise ValueError(f"unknown data folder {name!r}; expected one of {DATA_NAMES}")
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / name, here.parents[1] / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"opdesign data folder {name!r} not found (broken install?)")

@@ -1,0 +1,181 @@
+"""Plan -> artifacts: DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py.
+
+Rendering formats what the estimator decided and never computes a design
+number. Output is deterministic (same SPEC, same bytes): YAML is dumped with a
+fixed key order, no timestamps, no absolute paths. :func:`write_artifacts`
+renders everything in memory first and then writes each file atomically
+(temporary file + ``os.replace``); on failure nothing new is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from opdesign.errors import InputError, OutputExistsError
+from opdesign.paths import data_dir
+from opdesign.plan import Plan
+
+Lang = Literal["en", "zh"]
+
+# Chapter headings of the CANNBot contract (domain.md §9), per language.
+HEADINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "contract": "Operator Contract",
+        "graph": "Compute Graph and API Mapping",
+        "decomposition": "Decomposition and Module Boundaries",
+        "decisions": "Patterns and Design Decisions",
+        "pseudocode": "Pseudocode",
+        "verification": "Verification Plan",
+        "risks": "Risks and Open Questions",
+    },
+    "zh": {
+        "contract": "算子契约",
+        "graph": "计算图与 API 映射",
+        "decomposition": "分解与模块边界",
+        "decisions": "范式与设计决策",
+        "pseudocode": "伪代码",
+        "verification": "验证方案 / Verification Plan",
+        "risks": "风险与开放问题",
+    },
+}
+SUBHEADINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "selection": "SK/AT Selection", "tiling": "Tiling and Data Split", "config": "Implementation Config",
+        "layout": "Layout and Quantization", "loops": "Loops and State", "stability": "Numerical Stability",
+        "checks": "Design Checks", "cases": "Post-Implementation Cases",
+    },
+    "zh": {
+        "selection": "SK/AT 选择", "tiling": "Tiling 与数据切分", "config": "实现配置",
+        "layout": "布局与量化", "loops": "循环与状态", "stability": "数值稳定性",
+        "checks": "设计检查结果", "cases": "实现后验证用例",
+    },
+}
+
+
+def _cell(value: Any) -> str:
+    """Markdown table cell: no pipes or newlines break the row."""
+    text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or "-"
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(data_dir("templates"))),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["cell"] = _cell
+    env.filters["py"] = repr
+    env.filters["kib"] = lambda b: f"{b / 1024:.2f} KiB"
+    return env
+
+
+def _dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+
+
+def render_design(plan: Plan, lang: Lang = "en") -> str:
+    """DESIGN.md text: front matter with the ``opdesign:`` block, then the seven chapters."""
+    front = {
+        "schema_version": 1,
+        "op_name": plan.op_name,
+        "dynamic_axes": plan.dynamic_axes,
+        "opdesign": plan.design_block(),
+    }
+    body = _env().get_template("DESIGN.md.j2").render(
+        plan=plan, h=HEADINGS[lang], sh=SUBHEADINGS[lang], lang=lang,
+        pseudocode=render_pseudocode(plan),
+    )
+    return "---\n" + _dump_yaml(front) + "---\n\n" + body
+
+
+def render_pseudocode(plan: Plan) -> str:
+    """The PyPTO-style kernel pseudocode of the pseudocode chapter (parses with ``ast``)."""
+    return _env().get_template("pseudocode.py.j2").render(plan=plan)
+
+
+def render_interfaces(plan: Plan) -> str:
+    """eval/module_interfaces.yaml in the CANNBot format (domain.md §9)."""
+    data = {
+        "schema_version": 1,
+        "op": plan.op_name,
+        "primary_inputs": [t.model_dump() for t in plan.primary_inputs],
+        "modules": [m.model_dump() for m in plan.modules],
+        "final_outputs": [{"name": t.name, "source": f"module_{plan.modules[-1].id}"} for t in plan.final_outputs],
+        "composition_verification": {
+            "rtol": plan.rtol,
+            "atol": plan.atol,
+            "representative_shapes": [{"name": c["name"], **c["shape"]} for c in plan.typical_configs],
+            "seeds": sorted({c["seed"] for c in plan.typical_configs}),
+        },
+        "numerical_notes": [
+            "mi, li, oi stay FP32 across KV tiles; only the final output is cast (SK-01-R6)",
+            f"P is cast to {plan.dtype} before C2 (C-API-02 equal operand dtypes)",
+        ],
+    }
+    return _dump_yaml(data)
+
+
+def render_scaffold(plan: Plan) -> str:
+    """The numpy scaffold running the designed loop nest, with a float64 golden and a self-check."""
+    return _env().get_template("scaffold.py.j2").render(plan=plan)
+
+
+def render_all(plan: Plan, lang: Lang = "en") -> dict[str, str]:
+    """Relative path -> file text for the three artifacts."""
+    return {
+        "DESIGN.md": render_design(plan, lang),
+        "eval/module_interfaces.yaml": render_interfaces(plan),
+        f"{plan.op_name}_scaffold.py": render_scaffold(plan),
+    }
+
+
+def write_artifacts(files: dict[str, str], out_dir: str | Path, force: bool = False) -> list[Path]:
+    """Write rendered files under ``out_dir`` atomically.
+
+    Raises:
+        OutputExistsError: a target exists and ``force`` is False (nothing written).
+        InputError: ``out_dir`` exists and is not a directory, or a write failed
+            (files created by this call are removed again).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a directory")
+    targets = [out / rel for rel in files]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not force:
+        raise OutputExistsError(f"refusing to overwrite {', '.join(existing)} (use --force)", details=existing)
+    created_root = None if out.exists() else out
+    written: list[Path] = []
+    try:
+        for target, text in zip(targets, files.values()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                    fh.write(text)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            written.append(target)
+    except OSError as err:
+        if created_root is not None:
+            shutil.rmtree(created_root, ignore_errors=True)
+        raise InputError(f"{out}: cannot write artifacts: {err.strerror or err}") from None
+    return written
+
+
+def render_plan_text(plan: Plan) -> str:
+    """The Plan for people (``opdesign estimate``)."""
+    return _env().get_template("plan.txt.j2").render(plan=plan)

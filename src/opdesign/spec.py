@@ -1,0 +1,287 @@
+"""The SPEC: what an attention operator must compute, as a pydantic model.
+
+A SPEC is a YAML file (``schema_version: 1``). :func:`load_spec` reads it
+safely, validates it and raises :class:`opdesign.errors.SpecError` whose
+message names the field path (``shape.head_dim: ...``). ``opdesign schema
+spec`` prints :func:`spec_json_schema`.
+
+Cross-field rules and their sources:
+
+* ``num_heads % num_kv_heads == 0`` (GQA/MQA head mapping, domain.md §2 "MHA, GQA").
+* ``head_dim`` is 16-element aligned for bf16/fp16 (cube alignment, C-TILE-05
+  parameter ``cube_align_elems``; quick reference "16-element alignment for BF16/FP16").
+* ``dynamic_axes`` is a non-empty list (CANNBot contract, domain.md §9).
+* ``device`` names a profile of ``constraints/devices.yaml``.
+"""
+
+from __future__ import annotations
+
+import keyword
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from opdesign.errors import SpecError
+
+MAX_SPEC_BYTES = 1_000_000
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+# rtol/atol defaults by input dtype: our choice for a float64 golden, stated in
+# the README (bf16 has 8 mantissa bits, fp16 11, fp32 24).
+DEFAULT_TOLERANCE = {"bf16": (2e-2, 2e-2), "fp16": (5e-3, 5e-3), "fp32": (1e-4, 1e-5)}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+ShapeInt = Annotated[int, Field(ge=1, le=1 << 31)]
+
+
+class Shape(_Strict):
+    """Typical sizes of the operator's axes (elements, not bytes)."""
+
+    batch: ShapeInt
+    num_heads: ShapeInt
+    num_kv_heads: ShapeInt
+    seq_q: ShapeInt
+    seq_kv: ShapeInt
+    head_dim: ShapeInt
+    block_size: ShapeInt | None = Field(None, description="paged KV page size (kv_cache: paged)")
+    topk: ShapeInt | None = Field(None, description="top-k KV positions per query (mask: topk)")
+    window: ShapeInt | None = Field(None, description="sliding-window width (mask: sliding_window)")
+
+    @model_validator(mode="after")
+    def _heads(self) -> Shape:
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
+            )
+        return self
+
+
+class ShapeOverride(_Strict):
+    """Per-config overrides of :class:`Shape` (any subset of its fields)."""
+
+    batch: ShapeInt | None = None
+    num_heads: ShapeInt | None = None
+    num_kv_heads: ShapeInt | None = None
+    seq_q: ShapeInt | None = None
+    seq_kv: ShapeInt | None = None
+    head_dim: ShapeInt | None = None
+    block_size: ShapeInt | None = None
+    topk: ShapeInt | None = None
+    window: ShapeInt | None = None
+
+
+AxisName = Literal["batch", "seq_q", "seq_kv", "num_heads", "num_kv_heads"]
+
+
+class DynamicAxis(_Strict):
+    """One axis whose length is only known at run time."""
+
+    name: AxisName
+    range: tuple[ShapeInt, ShapeInt] = Field(description="[lo, hi], inclusive")
+    uniform: bool = Field(True, description="same length for every batch (False: varlen)")
+
+    @field_validator("range")
+    @classmethod
+    def _ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if v[0] > v[1]:
+            raise ValueError(f"range lo ({v[0]}) must not exceed hi ({v[1]})")
+        return v
+
+
+class Precision(_Strict):
+    rtol: float | None = Field(None, gt=0, le=1)
+    atol: float | None = Field(None, gt=0, le=1)
+
+
+class Performance(_Strict):
+    """Measured or targeted latencies in microseconds (SK-01 perf condition 4)."""
+
+    baseline_us: float = Field(gt=0, description="the fused vendor baseline")
+    current_us: float = Field(gt=0, description="what the current implementation takes")
+
+    @property
+    def ratio(self) -> float:
+        return self.current_us / self.baseline_us
+
+
+class TypicalConfig(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    type: Literal["functional", "performance"]
+    priority: Literal["P0", "P1", "P2", "P3"]
+    shape: ShapeOverride = ShapeOverride()
+    seed: int = 0
+    note: str = ""
+
+
+class Spec(_Strict):
+    """An attention operator SPEC (schema_version 1)."""
+
+    schema_version: Literal[1]
+    op_name: str = Field(description="Python identifier, at most 64 characters; used in code and file names")
+    kind: Literal["attention"] = "attention"
+    direction: Literal["forward", "backward"] = "forward"
+    device: str = Field(description="profile name in constraints/devices.yaml")
+    dtype: Literal["bf16", "fp16", "fp32"]
+    layout: Literal["BSND", "BNSD", "TND"] = "BNSD"
+    shape: Shape
+    dynamic_axes: list[DynamicAxis] = Field(min_length=1)
+    mask: Literal["none", "causal", "sliding_window", "tensor", "topk"] = "none"
+    kv_cache: Literal["contiguous", "paged"] = "contiguous"
+    quant: Literal["none", "fp8"] = "none"
+    softmax_stats_input: bool = False
+    precision: Precision = Precision()
+    performance: Performance | None = None
+    typical_configs: list[TypicalConfig] = Field(min_length=1)
+    golden: str | None = Field(None, description="path of the golden .py, relative to the SPEC")
+    two_pass_reason: str | None = Field(None, description="backward only: why two passes (SK-16)")
+
+    @field_validator("op_name")
+    @classmethod
+    def _identifier(cls, v: str) -> str:
+        if not (v.isidentifier() and v.isascii()) or keyword.iskeyword(v) or len(v) > 64:
+            raise ValueError(
+                f"{v!r} is not a Python identifier of at most 64 ASCII characters "
+                "(letters, digits, underscore; no leading digit)"
+            )
+        return v
+
+    @field_validator("dynamic_axes")
+    @classmethod
+    def _unique_axes(cls, v: list[DynamicAxis]) -> list[DynamicAxis]:
+        names = [a.name for a in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"axis names repeat: {names}")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_fields(self) -> Spec:
+        from opdesign.catalog import load_catalog
+
+        devices = load_catalog().devices
+        if self.device not in devices:
+            raise _FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")
+        if self.dtype in ("bf16", "fp16"):
+            align = load_catalog().constraint("C-TILE-05").param("cube_align_elems")[self.dtype]
+            for where, shape in self._all_shapes():
+                if shape.head_dim % align:
+                    raise _FieldError(
+                        f"{where}.head_dim",
+                        f"head_dim {shape.head_dim} is not a multiple of {align} for {self.dtype} (C-TILE-05)",
+                    )
+        names = {c.name for c in self.typical_configs}
+        if len(names) != len(self.typical_configs):
+            raise _FieldError("typical_configs", "config names must be unique")
+        for i, cfg in enumerate(self.typical_configs):
+            try:
+                self.config_shape(cfg)
+            except ValueError as err:
+                raise _FieldError(f"typical_configs.{i}.shape", str(err)) from None
+        return self
+
+    def _all_shapes(self) -> list[tuple[str, Shape]]:
+        out = [("shape", self.shape)]
+        for i, cfg in enumerate(self.typical_configs):
+            try:
+                out.append((f"typical_configs.{i}.shape", self.config_shape(cfg)))
+            except ValueError:
+                pass
+        return out
+
+    def config_shape(self, cfg: TypicalConfig) -> Shape:
+        """The full :class:`Shape` of one typical config (SPEC shape + overrides)."""
+        merged = self.shape.model_dump() | cfg.shape.model_dump(exclude_none=True)
+        try:
+            return Shape(**merged)
+        except ValidationError as err:
+            raise ValueError("; ".join(e["msg"] for e in err.errors())) from None
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(rtol, atol): the SPEC's precision or the dtype default."""
+        rtol, atol = DEFAULT_TOLERANCE[self.dtype]
+        return (self.precision.rtol or rtol, self.precision.atol or atol)
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+
+class _FieldError(ValueError):
+    """A cross-field failure that knows its own field path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        ctx_err = (e.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, _FieldError):
+            loc = ".".join(p for p in (loc, ctx_err.path) if p)
+            msg = str(ctx_err)
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"{loc or '<root>'}: {msg}")
+    return "; ".join(lines)
+
+
+def parse_spec(data: object, origin: str = "<spec>") -> Spec:
+    """Validate already-parsed SPEC data.
+
+    Raises:
+        SpecError: with ``origin: field.path: message`` for every failed field.
+    """
+    if not isinstance(data, dict):
+        raise SpecError(f"{origin}: the SPEC must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(f"{origin}: {_format_errors(err)}", details=_error_details(err)) from None
+
+
+def _error_details(err: ValidationError) -> list[dict[str, str]]:
+    return [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"]} for e in err.errors()]
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a SPEC YAML file (safe loader only, at most 1 MB).
+
+    Raises:
+        SpecError: missing/unreadable file, not UTF-8, bad YAML, or schema violation.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as err:
+        raise SpecError(f"{p}: cannot read SPEC: {err.strerror or err}") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{p}: SPEC is larger than {MAX_SPEC_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{p}: SPEC is not UTF-8 (byte {err.start})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise SpecError(f"{p}:{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
+    return parse_spec(data, str(p))
+
+
+def spec_json_schema() -> dict:
+    """JSON Schema (draft 2020-12) of the SPEC, generated from :class:`Spec`."""
+    schema = Spec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "opdesign SPEC"
+    return schema
