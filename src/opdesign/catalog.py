@@ -1,19 +1,12 @@
 """The catalog: pattern cards, constraint tables and device profiles as typed objects.
 
-Data lives outside the code (see :mod:`opdesign.paths`):
-
-- ``patterns/skeletons/SK-xx-*.md`` and ``patterns/atoms/AT-xx-*.md``: one card
-  per file, YAML front matter (structured fields) plus a Markdown body for people;
-  ``index.md`` in each folder lists the cards (checked by :func:`index_mismatches`).
-- ``constraints/{tiling,loop,symbolic,dataflow,api}.yaml``: constraint tables
-  (C-TILE, C-LOOP, C-SYM, C-DATA, C-API).
-- ``constraints/devices.yaml``: hardware profiles (a2, a3, a5), each figure with
-  its source.
-
-Code reads thresholds through :meth:`Card.param` / :meth:`Constraint.param`
-instead of hard-coding them. Any malformed file raises
-:class:`~opdesign.errors.CatalogError` naming the file (relative path) and the
-field path.
+Data (see :mod:`opdesign.paths`): ``patterns/{skeletons,atoms}/*.md`` (one card per
+file: YAML front matter + Markdown body; ``index.md`` lists them, see
+:func:`index_mismatches`), ``constraints/{tiling,loop,symbolic,dataflow,api}.yaml``
+(C-TILE/LOOP/SYM/DATA/API) and ``constraints/devices.yaml`` (a2/a3/a5, every figure
+with its source). Code reads thresholds via :meth:`Card.param` /
+:meth:`Constraint.param` instead of hard-coding them. A malformed file raises
+:class:`~opdesign.errors.CatalogError` naming the file (relative path) and field path.
 """
 
 from __future__ import annotations
@@ -25,17 +18,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from markdown_it import MarkdownIt
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PositiveFloat,
-    PositiveInt,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import ValidationError, ValidationInfo, field_validator
 
 from opdesign.errors import CatalogError, NotFoundError
 from opdesign.paths import data_dir
@@ -46,27 +30,18 @@ Text = Annotated[str, Field(min_length=1)]
 
 #: Constraint area -> table file under ``constraints/``.
 CONSTRAINT_FILES: dict[str, str] = {
-    "TILE": "tiling.yaml",
-    "LOOP": "loop.yaml",
-    "SYM": "symbolic.yaml",
-    "DATA": "dataflow.yaml",
-    "API": "api.yaml",
-}
+    "TILE": "tiling.yaml", "LOOP": "loop.yaml", "SYM": "symbolic.yaml",
+    "DATA": "dataflow.yaml", "API": "api.yaml",
+}  # fmt: skip
 #: Card type -> folder under ``patterns/``.
 CARD_DIRS: dict[str, str] = {"skeleton": "skeletons", "atom": "atoms"}
 #: Column headers of ``patterns/*/index.md``.
 INDEX_COLUMNS = ("id", "title", "tags", "flow", "file")
 #: Scalar figures of a device profile; each needs an entry in ``sources``.
 DEVICE_FIGURES = (
-    "aic_cores",
-    "aiv_per_aic",
-    "ub_bytes",
-    "l1_bytes",
-    "l0a_bytes",
-    "l0b_bytes",
-    "l0c_bytes",
-    "cube_macs_per_cycle",
-)
+    "aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes",
+    "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle",
+)  # fmt: skip
 #: Alignment entries every device profile must give (bytes).
 ALIGN_KEYS = ("ub", "l1", "l0a", "l0b", "l0c", "gm_burst")
 
@@ -75,9 +50,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def _missing_param(owner: str, path: str, name: str, known: dict[str, Any]) -> CatalogError:
-    names = ", ".join(sorted(known)) or "none"
-    return CatalogError(f"{owner} ({path}) has no parameter {name!r}; known: {names}")
+def _param(owner: Card | Constraint, name: str) -> Any:
+    if name not in owner.parameters:
+        known = ", ".join(sorted(owner.parameters)) or "none"
+        raise CatalogError(f"{owner.id} ({owner.path}) has no parameter {name!r}; known: {known}")
+    return owner.parameters[name]
 
 
 class CardRule(_Model):
@@ -101,7 +78,7 @@ class ConfigRec(_Model):
 
 
 class Card(_Model):
-    """A skeleton (SK) or atom (AT) pattern card; ``path`` is relative, e.g. ``patterns/atoms/AT-08-...md``."""
+    """A skeleton (SK) or atom (AT) card; ``path`` is relative (``patterns/atoms/AT-08-...md``)."""
 
     id: str = Field(pattern=r"^(SK|AT)-\d{2}$")
     type: Literal["skeleton", "atom"]
@@ -153,9 +130,7 @@ class Card(_Model):
 
     def param(self, name: str) -> Any:
         """Return parameter ``name`` of this card; raises CatalogError naming card and parameter."""
-        if name not in self.parameters:
-            raise _missing_param(self.id, self.path, name, self.parameters)
-        return self.parameters[name]
+        return _param(self, name)
 
     def rule(self, rule_id: str) -> CardRule:
         """Return the card rule ``rule_id`` (e.g. ``SK-01-R3``); raises NotFoundError."""
@@ -181,9 +156,7 @@ class Constraint(_ConstraintEntry):
 
     def param(self, name: str) -> Any:
         """Return parameter ``name``; raises CatalogError naming constraint and parameter."""
-        if name not in self.parameters:
-            raise _missing_param(self.id, self.path, name, self.parameters)
-        return self.parameters[name]
+        return _param(self, name)
 
 
 class _ConstraintTable(_Model):
@@ -193,7 +166,7 @@ class _ConstraintTable(_Model):
 
     @field_validator("constraints")
     @classmethod
-    def _ids_in_area(cls, entries: list[_ConstraintEntry], info: ValidationInfo) -> list[_ConstraintEntry]:
+    def _ids_in_area(cls, entries: list[_ConstraintEntry], info: ValidationInfo) -> list[Any]:
         area = info.data.get("area")
         wrong = [e.id for e in entries if area and not e.id.startswith(f"C-{area}-")]
         if wrong:
@@ -226,21 +199,26 @@ class _DeviceEntry(_Model):
 
     @field_validator("sources")
     @classmethod
-    def _every_figure_sourced(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+    def _all_sourced(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         figures = set(DEVICE_FIGURES)
         for mapping in ("align_bytes", "bandwidth"):
             figures |= {f"{mapping}.{key}" for key in info.data.get(mapping, {})}
         missing = sorted(figures - set(sources))
         unknown = sorted(set(sources) - figures)
         if missing or unknown:
-            raise ValueError(f"every figure needs a source: missing {missing}, not a figure {unknown}")
+            raise ValueError(f"each figure needs a source: missing {missing}, not a figure {unknown}")
         return sources
 
 
 class DeviceProfile(_DeviceEntry):
-    """Hardware profile. Sizes in bytes (UB per vector sub-block), alignment in bytes,
-    ``cube_macs_per_cycle`` per cube core, optional ``bandwidth`` (name -> bytes/cycle);
-    ``sources`` gives the source of each figure (dotted keys for mapping entries)."""
+    """Hardware profile (domain.md section 1).
+
+    Sizes in bytes (``ub_bytes`` per vector sub-block), ``align_bytes`` start-address
+    alignment in bytes, ``cube_macs_per_cycle`` per cube core. ``bandwidth`` is optional
+    (name -> figure; put the unit in the name, e.g. ``gm_bytes_per_cycle``). ``sources``
+    names the source of every figure, dotted keys for mapping entries
+    (``align_bytes.ub``); a figure without a source is rejected.
+    """
 
     name: Text
 
@@ -265,8 +243,13 @@ def _require_unique(values: list[str], what: str) -> None:
 
 def _lookup(items: dict[str, _T], key: str, what: str) -> _T:
     if key not in items:
-        raise NotFoundError(f"unknown {what} {key!r}; known: {', '.join(items)}", {"known": list(items)})
+        known = list(items)
+        raise NotFoundError(f"unknown {what} {key!r}; known: {', '.join(known)}", {"known": known})
     return items[key]
+
+
+def _fail(rel: str, message: str) -> CatalogError:
+    return CatalogError(f"{rel}: {message}", {"file": rel})
 
 
 def _invalid(rel: str, err: ValidationError) -> CatalogError:
@@ -281,36 +264,36 @@ def _yaml(text: str, rel: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise CatalogError(f"{rel}: not valid YAML: {err}", {"file": rel}) from err
+        raise _fail(rel, f"not valid YAML: {err}") from err
 
 
 def _split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str]:
     """Split ``---``-delimited YAML front matter from the Markdown body."""
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
-        raise CatalogError(f"{rel}: (front matter): the file must start with a '---' line", {"file": rel})
+        raise _fail(rel, "(front matter): the file must start with a '---' line")
     for end, line in enumerate(lines[1:], start=1):
         if line.strip() == "---":
             meta = _yaml("".join(lines[1:end]), rel)
             if not isinstance(meta, dict):
-                raise CatalogError(f"{rel}: (front matter): expected a YAML mapping", {"file": rel})
+                raise _fail(rel, "(front matter): expected a YAML mapping")
             return meta, "".join(lines[end + 1 :]).lstrip("\n")
-    raise CatalogError(f"{rel}: (front matter): no closing '---' line", {"file": rel})
+    raise _fail(rel, "(front matter): no closing '---' line")
 
 
 def _read_card(file: Path, rel: str, folder_type: str) -> Card:
     meta, body = _split_front_matter(file.read_text(encoding="utf-8"), rel)
     for reserved in ("body", "path"):
         if reserved in meta:
-            raise CatalogError(f"{rel}: {reserved}: set by the loader, not in front matter", {"file": rel})
+            raise _fail(rel, f"{reserved}: set by the loader, not in front matter")
     try:
         card = Card.model_validate({**meta, "body": body, "path": rel})
     except ValidationError as err:
         raise _invalid(rel, err) from err
     if card.type != folder_type:
-        raise CatalogError(f"{rel}: type: {card.type!r} card in the {CARD_DIRS[folder_type]} folder", {"file": rel})
+        raise _fail(rel, f"type: {card.type!r} card in the {CARD_DIRS[folder_type]} folder")
     if not file.name.startswith(f"{card.id}-"):
-        raise CatalogError(f"{rel}: id: {card.id!r} does not match the file name", {"file": rel})
+        raise _fail(rel, f"id: {card.id!r} does not match the file name")
     return card
 
 
@@ -323,39 +306,42 @@ def _load_cards(patterns_dir: Path) -> dict[str, Card]:
             rel = f"patterns/{folder}/{file.name}"
             card = _read_card(file, rel, card_type)
             if card.id in cards:
-                raise CatalogError(f"{rel}: id: {card.id!r} already defined in {cards[card.id].path}", {"file": rel})
+                raise _fail(rel, f"id: {card.id!r} already defined in {cards[card.id].path}")
             cards[card.id] = card
     return dict(sorted(cards.items()))
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _read_table(constraints_dir: Path, name: str, model: type[_M]) -> _M:
+    rel = f"constraints/{name}"
+    file = constraints_dir / name
+    if not file.is_file():
+        raise _fail(rel, "file missing")
+    try:
+        return model.model_validate(_yaml(file.read_text(encoding="utf-8"), rel))
+    except ValidationError as err:
+        raise _invalid(rel, err) from err
 
 
 def _load_constraints(constraints_dir: Path) -> dict[str, Constraint]:
     found: dict[str, Constraint] = {}
     for area, name in CONSTRAINT_FILES.items():
-        rel = f"constraints/{name}"
-        file = constraints_dir / name
-        if not file.is_file():
-            raise CatalogError(f"{rel}: file missing", {"file": rel})
-        try:
-            table = _ConstraintTable.model_validate(_yaml(file.read_text(encoding="utf-8"), rel))
-        except ValidationError as err:
-            raise _invalid(rel, err) from err
+        table = _read_table(constraints_dir, name, _ConstraintTable)
         if table.area != area:
-            raise CatalogError(f"{rel}: area: expected {area!r}, found {table.area!r}", {"file": rel})
+            raise _fail(f"constraints/{name}", f"area: expected {area!r}, found {table.area!r}")
         for entry in table.constraints:
-            found[entry.id] = Constraint(**entry.model_dump(), area=area, path=rel)
+            found[entry.id] = Constraint(**entry.model_dump(), area=area, path=f"constraints/{name}")
     return dict(sorted(found.items()))
 
 
 def _load_devices(constraints_dir: Path) -> dict[str, DeviceProfile]:
-    rel = "constraints/devices.yaml"
-    file = constraints_dir / "devices.yaml"
-    if not file.is_file():
-        raise CatalogError(f"{rel}: file missing", {"file": rel})
-    try:
-        table = _DeviceFile.model_validate(_yaml(file.read_text(encoding="utf-8"), rel))
-    except ValidationError as err:
-        raise _invalid(rel, err) from err
-    return {name: DeviceProfile(**entry.model_dump(), name=name) for name, entry in sorted(table.devices.items())}
+    table = _read_table(constraints_dir, "devices.yaml", _DeviceFile)
+    return {
+        name: DeviceProfile(**entry.model_dump(), name=name)
+        for name, entry in sorted(table.devices.items())
+    }
 
 
 @dataclass(frozen=True)
@@ -367,15 +353,15 @@ class Catalog:
     devices: dict[str, DeviceProfile]
 
     def card(self, card_id: str) -> Card:
-        """Return card ``card_id`` (e.g. ``SK-01``, case-insensitive); raises NotFoundError listing known ids."""
+        """Return card ``card_id`` (``SK-01``, case-insensitive); NotFoundError lists known ids."""
         return _lookup(self.cards, card_id.strip().upper(), "card")
 
     def constraint(self, constraint_id: str) -> Constraint:
-        """Return constraint ``constraint_id`` (e.g. ``C-TILE-02``); raises NotFoundError listing known ids."""
+        """Return constraint ``constraint_id`` (``C-TILE-02``); NotFoundError lists known ids."""
         return _lookup(self.constraints, constraint_id.strip().upper(), "constraint")
 
     def device(self, name: str) -> DeviceProfile:
-        """Return device profile ``name`` (``a2``, ``a3``, ``a5``); raises NotFoundError listing known names."""
+        """Return device profile ``name`` (``a2``, ``a3``, ``a5``); NotFoundError lists known names."""
         return _lookup(self.devices, name.strip().lower(), "device")
 
 
@@ -391,7 +377,7 @@ def load_catalog_from(patterns_dir: Path | str, constraints_dir: Path | str) -> 
 
 @cache
 def load_catalog() -> Catalog:
-    """Load the shipped catalog once per process (``data_dir('patterns')``, ``data_dir('constraints')``)."""
+    """Load the shipped catalog once per process (from ``opdesign.paths.data_dir``)."""
     return load_catalog_from(data_dir("patterns"), data_dir("constraints"))
 
 
@@ -408,8 +394,11 @@ def rule_rows(catalog: Catalog | None = None) -> list[dict[str, str]]:
     ]
 
 
+_CELL_TEXT = ("text", "code_inline")
+
+
 def read_index(index_file: Path, rel: str | None = None) -> list[dict[str, str]]:
-    """Parse the card table of an ``index.md`` (markdown-it-py tokens) into rows keyed by column header.
+    """Parse the card table of an ``index.md`` (markdown-it-py tokens) into rows keyed by header.
 
     Raises CatalogError if the file has no table or the headers are not :data:`INDEX_COLUMNS`.
     """
@@ -419,15 +408,19 @@ def read_index(index_file: Path, rel: str | None = None) -> list[dict[str, str]]
         if token.type == "tr_open":
             rows.append([])
         elif token.type in ("th_open", "td_open"):
-            inline = tokens[i + 1]
-            rows[-1].append("".join(c.content for c in inline.children or [] if c.type in ("text", "code_inline")).strip())
+            parts = [c.content for c in tokens[i + 1].children or [] if c.type in _CELL_TEXT]
+            rows[-1].append("".join(parts).strip())
     if not rows or tuple(h.lower() for h in rows[0]) != INDEX_COLUMNS:
-        raise CatalogError(f"{rel or index_file}: expected a table with columns {INDEX_COLUMNS}", {"file": rel})
+        raise _fail(rel or str(index_file), f"expected a table with columns {INDEX_COLUMNS}")
     return [dict(zip(INDEX_COLUMNS, row)) for row in rows[1:]]
 
 
 def index_mismatches(patterns_dir: Path | str | None = None) -> list[str]:
-    """Compare ``patterns/{skeletons,atoms}/index.md`` with the cards; return one message per disagreement."""
+    """Compare ``patterns/{skeletons,atoms}/index.md`` with the cards.
+
+    Returns one message per disagreement (missing / extra / duplicate rows, and
+    title, tags, flow or file differing from the card); an empty list means they agree.
+    """
     patterns_dir = Path(patterns_dir) if patterns_dir is not None else data_dir("patterns")
     cards = _load_cards(patterns_dir)
     problems: list[str] = []
@@ -436,7 +429,7 @@ def index_mismatches(patterns_dir: Path | str | None = None) -> list[str]:
         expected = {c.id: c for c in cards.values() if c.type == card_type}
         rows = read_index(patterns_dir / folder / "index.md", rel)
         seen = [row["id"] for row in rows]
-        problems += [f"{rel}: {i} listed more than once" for i in sorted(set(seen)) if seen.count(i) > 1]
+        problems += [f"{rel}: {i} listed twice or more" for i in sorted(set(seen)) if seen.count(i) > 1]
         problems += [f"{rel}: {i} has no card file" for i in sorted(set(seen) - set(expected))]
         problems += [f"{rel}: card {i} is not listed" for i in sorted(set(expected) - set(seen))]
         for row in rows:
@@ -451,5 +444,5 @@ def index_mismatches(patterns_dir: Path | str | None = None) -> list[str]:
             }
             for column, value in actual.items():
                 if row[column] != value:
-                    problems.append(f"{rel}: {card.id} {column} is {row[column]!r}, card says {value!r}")
+                    problems.append(f"{rel}: {card.id} {column} is {row[column]!r}, card: {value!r}")
     return problems

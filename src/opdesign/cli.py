@@ -193,6 +193,24 @@ def rules(
 
 # === golden ===
 
+
+@app.command("golden")
+def golden_cmd(
+    golden: Path = typer.Argument(..., help="golden .py file (parsed with ast, never imported)"),
+    function: str = typer.Option(None, "--function", help="function to analyse (default: the one *_golden)"),
+    state_groups: int = typer.Option(None, "--state-groups", help="loop-carried state groups S (default: detected)"),
+    cross_tile_reduce: int = typer.Option(
+        None, "--cross-tile-reduce", help="reductions across a tiled axis (default: detected)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (CANNBot keys + our additions)"),
+) -> None:
+    """Estimate the module count of a golden: CANNBot signals, design parameters, attention-aware decision."""
+    from opdesign.golden import estimate_golden
+    from opdesign.golden_render import render_golden_text
+
+    report = estimate_golden(golden, function, state_groups, cross_tile_reduce)
+    typer.echo(report.model_dump_json(indent=2) if as_json else render_golden_text(report))
+
+
 # === validate ===
 
 # === rank ===

@@ -92,6 +92,22 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
     ]
 
 
+def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device):
+    """Cube and vector tiles for (q_tile, kv_tile) and the UB, L1 and L0 budgets they imply."""
+    cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
+    vec = choose_vec_tiles(spec, form, q_tile, kv_tile, cube, device, sk01)
+    ub = budget.ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim,
+                          resident_state=form == "baseline", cube=cube, vec=vec)
+    nbuf = next((r.value for r in sk01.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when), {-1: 1})
+    l1 = budget.l1_budget(device, cube, nbuf.get(-1, 1))  # SK-01 cube_nbuffer_setting {-1: n}
+    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+    return cube, vec, ub, l1, l0
+
+
+def _over(ub, l1, l0) -> list:
+    return [b for b in [ub, l1, *l0] if not b.fits]
+
+
 def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
     """Decide the whole design of a SPEC.
 
@@ -121,14 +137,17 @@ def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> 
     q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
     kv_loop = "range" if form == "performance" else "pypto.loop"
 
-    cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
-    vec = choose_vec_tiles(spec, form, q_tile, kv_tile, cube, device, sk01)
-    resident = form == "baseline"
-    ub = budget.ub_budget(device, q_tile=q_tile, head_dim=s.head_dim, resident_state=resident, cube=cube, vec=vec)
-    cube_nbuffer = 2
-    l1 = budget.l1_budget(device, cube, cube_nbuffer)
-    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
-    over = [b for b in [ub, l1, *l0] if not b.fits]
+    cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
+    while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
+        # C-TILE-03: halve the Q tile until the resident state and results fit
+        q_tile //= 2
+        cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
+        tile_decisions[0] = Decision(
+            name="q_tile", value=q_tile,
+            basis=f"safe tile halved to {q_tile} until UB/L1/L0 fit {device.name} (largest power of two that fits)",
+            source="SK-01 safe baseline, C-TILE-03")
+        q_tiles = ceil(s.seq_q / q_tile)
+    over = _over(ub, l1, l0)
     if over:
         raise SpecError(
             "shape: no legal tiling: " + "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over)

@@ -10,7 +10,11 @@ each reported on its own so that none silently changes another:
    ``derive_design_params.py`` formula over effective lines, matmuls, state
    groups ``S`` and cross-tile reductions, with the structural cap and the
    L0/L1 path. ``S`` and the cross-tile count come from the options when given,
-   else from detection (:mod:`opdesign.golden_attention`).
+   else from detection (:mod:`opdesign.golden_attention`); the deriver's default
+   is 0 for both. Our counting scope differs on purpose: effective lines are
+   those of the selected function (the deriver takes the largest ``*_golden``),
+   and matmuls are counted in it and the module-level helpers it calls, not in
+   the whole file (a self-test block at the bottom of a golden does not count).
 3. **Attention-aware decision** (``module_count``, ``rule``, ``reason``): the
    count the plan uses. Rules, first match wins (domain.md §2, §4, §9):
 
@@ -177,13 +181,17 @@ def decide_module_count(attention: AttentionSignals, design: DesignParams) -> tu
     chain as one module and the CANNBot step "record module_count" (§9).
     """
     mm = attention.matmul_count
-    overridden = (f" The design-parameter count ({design.module_count}) is not used: splitting would pass "
-                  "the loop state through GM." if design.module_count != 1 else "")
+
+    def overridden(why: str) -> str:
+        return f" The design-parameter count ({design.module_count}) is not used: {why}." \
+            if design.module_count != 1 else ""
+
     if attention.sk16_applicable:
         return 1, "SK-16", (
             f"Backward attention with forward statistics inputs ({', '.join(attention.stats_inputs)}) and {mm} "
             "matmuls meets SK-16: one single-pass module computes dQ, dK and dV per (q, kv) block pair "
-            f"(C1 -> V1 -> C2 -> V2), reading l/m instead of recomputing them.{overridden}"
+            "(C1 -> V1 -> C2 -> V2), reading l/m instead of recomputing them."
+            + overridden("a split would compute QK^T once per pass")
         )
     if attention.backward:
         missing = ("it has no forward l/m input" if not attention.stats_inputs
@@ -197,12 +205,12 @@ def decide_module_count(attention: AttentionSignals, design: DesignParams) -> tu
                     if attention.online_softmax_state else "a softmax chain between its matmuls")
         extra = max(0, mm - ATTENTION_CORE_MATMULS)
         count = 1 + math.ceil(extra / MATMULS_PER_EXTRA_MODULE)
-        if extra:
-            overridden = (f" The {extra} matmul(s) beyond QK^T and PV add {count - 1} module(s), "
-                          f"one per {MATMULS_PER_EXTRA_MODULE} (O = matmuls / 3).")
+        tail = (f" The {extra} matmul(s) beyond QK^T and PV add {count - 1} module(s), one per "
+                f"{MATMULS_PER_EXTRA_MODULE} (O = matmuls / 3)." if extra
+                else overridden("a split would pass the softmax state through GM"))
         return count, "SK-01", (
             f"Forward attention with {evidence}: QK^T -> softmax chain (max, subtract, exp, sum, divide) -> PV "
-            f"is one SK-01 module (C1 -> V1 -> C2).{overridden}"
+            f"is one SK-01 module (C1 -> V1 -> C2).{tail}"
         )
     chain = (" Its softmax chain (max, subtract, exp, sum, divide) is one module's work." if attention.softmax_chain
              else "")
@@ -243,7 +251,7 @@ def parse_golden(path: Path) -> ast.Module:
     except SyntaxError as err:
         raise InputError(f"{path}: line {err.lineno}: syntax error: {err.msg}",
                          details={"path": str(path), "line": err.lineno}) from err
-    except ValueError as err:  # e.g. NUL bytes in the source
+    except (ValueError, RecursionError) as err:  # NUL bytes in the source, absurdly deep nesting
         raise InputError(f"{path}: cannot parse: {err}", details={"path": str(path)}) from err
 
 

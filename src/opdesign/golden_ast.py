@@ -17,7 +17,7 @@ Two counting scopes (source: anchors.md, "Decomposition estimator" and
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from pydantic import BaseModel
 
@@ -74,17 +74,25 @@ def walk_local(node: ast.AST) -> Iterator[ast.AST]:
 
     The nested scope node itself is not yielded either: it counts zero.
     """
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, _SCOPES):
-            continue
-        yield child
-        yield from walk_local(child)
+    return _walk(node, lambda child: isinstance(child, _SCOPES))
+
+
+def _walk(node: ast.AST, skip: Callable[[ast.AST], bool]) -> Iterator[ast.AST]:
+    """Pre-order walk below ``node`` that drops every subtree whose root ``skip`` accepts.
+
+    Iterative, so a long expression chain cannot exhaust Python's recursion limit.
+    """
+    stack = [child for child in reversed(list(ast.iter_child_nodes(node))) if not skip(child)]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in reversed(list(ast.iter_child_nodes(current))) if not skip(child))
 
 
 def count_signals(function: FunctionNode) -> GoldenSignals:
     """CANNBot estimator signals of ``function``'s own body (anchors.md, decomposition estimator)."""
     statements = loops = matmul = einsum = reduction = 0
-    for node in _visit_parity(function):
+    for node in _walk(function, lambda child: isinstance(child, _SCOPES) or is_bare_string(child)):
         if isinstance(node, ast.stmt):
             statements += 1
         if isinstance(node, _LOOPS):
@@ -103,14 +111,6 @@ def count_signals(function: FunctionNode) -> GoldenSignals:
         einsum_calls=einsum,
         reduction_calls=reduction,
     )
-
-
-def _visit_parity(node: ast.AST) -> Iterator[ast.AST]:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, _SCOPES) or is_bare_string(child):
-            continue
-        yield child
-        yield from _visit_parity(child)
 
 
 def effective_lines(function: FunctionNode) -> int:

@@ -350,7 +350,9 @@ def _returned_names(function: FunctionNode) -> list[str]:
         else:
             elements = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
             items = [name for name in map(_root_name, elements) if name]
-        names.extend(n for n in items if n not in names)
+        for name in items:
+            if name not in names:
+                names.append(name)
     return names
 
 

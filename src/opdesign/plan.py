@@ -246,6 +246,7 @@ class Plan(_Model):
                 "capacity_bytes": self.ub_budget.capacity_bytes,
             },
             "l1_budget": {"total_bytes": self.l1_budget.total_bytes, "capacity_bytes": self.l1_budget.capacity_bytes},
+            "cube_nbuffer": self.config["pass_options"].get("cube_nbuffer_setting", {}).get(-1, 1),
             "expansion": {"max_per_op": self.expansion.max_per_op, "limit": self.expansion.limit},
             "form_checks": {c.id: c.passed for c in self.form_checks},
             "module_count": self.module_count,

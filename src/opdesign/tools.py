@@ -1,0 +1,158 @@
+"""The agent tool surface in one place: the tool list, JSON Schemas, dispatch, JSON errors.
+
+The same tools serve ``opdesign tool list``, ``opdesign tool call NAME`` and the
+MCP server (:mod:`opdesign.mcp_server`). A call is one JSON object in and one
+JSON object out:
+
+* result: the tool's output model serialised with ``model_dump(mode="json")``;
+* error: ``{"error": {"code", "message", "details"}}`` with a code from
+  :data:`~opdesign.tools_base.ERROR_CODES` (``tool call`` exits 2).
+
+Inputs are checked against the tool's input JSON Schema (jsonschema) before the
+tool runs. Paths are relative to the tool root (:class:`~opdesign.tools_base.Root`);
+paths in results and messages are relative to it as well. Size limits:
+:data:`~opdesign.tools_base.MAX_TEXT_CHARS` for inline texts,
+:data:`~opdesign.tools_base.MAX_FILE_BYTES` for files a tool reads,
+:data:`~opdesign.tools_base.MAX_REQUEST_BYTES` for a ``tool call`` request.
+Anything a library prints while a tool runs goes to stderr, never stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from functools import cache
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from opdesign.errors import InputError, NotFoundError, OpdesignError
+from opdesign.tools_base import (
+    ERROR_CODES,
+    MAX_REQUEST_BYTES,
+    InternalError,
+    Root,
+    TooLargeError,
+    Tool,
+    ToolIOError,
+)
+from opdesign.tools_catalog import CATALOG_TOOLS
+from opdesign.tools_design import DESIGN_TOOLS
+
+__all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
+
+#: Every tool, in the order of the design workflow.
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in DESIGN_TOOLS + CATALOG_TOOLS}
+
+
+def get_tool(name: str) -> Tool:
+    """Return tool ``name``; NotFoundError lists the known names."""
+    if name not in TOOLS:
+        raise NotFoundError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}", {"known": list(TOOLS)})
+    return TOOLS[name]
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """Name, description, inputSchema and outputSchema of every tool (the MCP ``Tool`` shape)."""
+    return [tool.definition() for tool in TOOLS.values()]
+
+
+@cache
+def _input_validator(name: str) -> Any:
+    from jsonschema.validators import validator_for
+
+    schema = get_tool(name).input_schema()
+    return validator_for(schema)(schema)
+
+
+def _check_input(name: str, args: Any) -> None:
+    """Validate ``args`` against the input schema; raise InputError / TooLargeError naming the field."""
+    if not isinstance(args, dict):
+        raise InputError(f"{name}: the arguments must be a JSON object, got {type(args).__name__}")
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_input_validator(name).iter_errors(args))
+    if error is None:
+        return
+    where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
+    details = {"field": where, "schema_rule": error.validator}
+    if error.validator == "maxLength":
+        limit = error.validator_value
+        raise TooLargeError(f"{name}: {where}: longer than {limit} characters", {**details, "limit": limit})
+    message = error.message if len(error.message) < 300 else error.message[:300] + "..."
+    raise InputError(f"{name}: {where}: {message}", details)
+
+
+def _run(name: str, args: Any, root: Root) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    tool = get_tool(name)
+    _check_input(name, args)
+    try:
+        parsed = tool.input_model.model_validate(args)
+    except ValidationError as err:
+        raise InputError(f"{name}: " + "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors()),
+                         {"errors": [{"loc": ".".join(map(str, e["loc"])), "msg": e["msg"]} for e in err.errors()]}
+                         ) from None
+    with contextlib.redirect_stdout(sys.stderr):
+        result = tool.run(parsed, root)
+    return root.scrub(result.model_dump(mode="json"))
+
+
+def call_tool(name: str, args: Any, root: Root | str | Path = ".") -> tuple[dict[str, Any], bool]:
+    """Run tool ``name`` on ``args`` (parsed JSON) inside ``root``.
+
+    Returns:
+        ``(payload, ok)``: the result object and True, or an ``{"error": ...}`` object and False.
+        Never raises for bad input, a failing library call or a bug.
+    """
+    jail = None
+    try:
+        jail = root if isinstance(root, Root) else Root(root)
+        return _run(name, args, jail), True
+    except OpdesignError as err:
+        error = err
+    except OSError as err:
+        error = ToolIOError(f"{name}: {err.strerror or err}: {err.filename or ''}".rstrip(": "))
+    except Exception as err:  # noqa: BLE001 - a tool must answer with JSON, never a traceback
+        traceback.print_exc(file=sys.stderr)
+        error = InternalError(f"{name}: {type(err).__name__}: {err}")
+    payload = error.to_json()
+    return (jail.scrub(payload) if jail is not None else payload), False
+
+
+def read_request(stream: BinaryIO) -> Any:
+    """Parse one JSON request (at most MAX_REQUEST_BYTES; empty input means ``{}``)."""
+    raw = stream.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise TooLargeError(f"the request is larger than {MAX_REQUEST_BYTES} bytes", {"limit": MAX_REQUEST_BYTES})
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"the request is not UTF-8 (byte {err.start})") from None
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}",
+                         {"line": err.lineno, "column": err.colno}) from None
+
+
+def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
+    """``opdesign tool call``: read the request, run the tool, print one JSON object; return the exit code."""
+    try:
+        if input_file is None:
+            args = read_request(sys.stdin.buffer)
+        else:
+            with open(input_file, "rb") as stream:
+                args = read_request(stream)
+    except OpdesignError as err:
+        payload, ok = err.to_json(), False
+    except OSError as err:
+        payload, ok = ToolIOError(f"--input: {err.strerror or err}").to_json(), False
+    else:
+        payload, ok = call_tool(name, args, root)
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    return 0 if ok else 2

@@ -1,0 +1,210 @@
+"""Building blocks of the agent tools: the tool record, error codes, limits, the root jail.
+
+A tool is a name, a one-paragraph description for an agent, a pydantic input
+model and a pydantic output model (both JSON Schemas are generated from them)
+and a ``run(args, root)`` function that calls the same library functions as
+the CLI. :mod:`opdesign.tools` lists the tools and dispatches calls.
+
+Safety: every path a tool reads or writes is given relative to a root folder
+(``--root``, default the current directory) and is refused with
+``path_outside_root`` when it resolves outside that root, symlinks included.
+Paths in results and error messages are printed relative to the root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError
+
+#: Largest inline text (DESIGN.md or interface YAML) a tool accepts, in characters.
+MAX_TEXT_CHARS = 262_144
+#: Largest file (SPEC, DESIGN.md, interface YAML, golden) a tool reads, in bytes.
+MAX_FILE_BYTES = 1_048_576
+#: Largest JSON request ``opdesign tool call`` reads from stdin or ``--input``, in bytes.
+MAX_REQUEST_BYTES = 2 * MAX_FILE_BYTES
+#: How deep below a folder argument symlinks are checked (artifacts sit at most at ``eval/<file>``).
+LINK_CHECK_DEPTH = 2
+
+#: Every error code a tool can return, with its meaning (stable; documented in SKILL.md).
+ERROR_CODES: dict[str, str] = {
+    "invalid_input": "the request is not a JSON object, breaks the tool's input schema, or an argument is unusable",
+    "too_large": "an inline text, file or request is over its size limit",
+    "spec_invalid": "the SPEC is missing, unreadable or breaks the SPEC schema (the message names the field path)",
+    "not_found": "an unknown tool, card, rule, file or function",
+    "path_outside_root": "a path resolves outside the tool root (symlinks are followed before the check)",
+    "io_error": "a file or folder could not be read or written",
+    "output_exists": "new_design would overwrite a file and force is not true",
+    "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
+    "internal_error": "a bug or a missing opdesign component; the message says which",
+}
+
+
+class ToolIOError(OpdesignError):
+    """A file or folder could not be read or written."""
+
+    code = "io_error"
+
+
+class TooLargeError(OpdesignError):
+    """An inline text, a file or a request is over its documented size limit."""
+
+    code = "too_large"
+
+
+class InternalError(OpdesignError):
+    """A bug, or an opdesign module a tool needs is missing."""
+
+    code = "internal_error"
+
+
+class ToolInput(BaseModel):
+    """Base of tool inputs: unknown keys are refused (``additionalProperties: false``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOutput(BaseModel):
+    """Base of result wrappers defined for the tools."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One agent tool. ``output_model`` is a callable so the library module loads only when needed."""
+
+    name: str
+    description: str
+    input_model: type[ToolInput]
+    output_model: Callable[[], type[BaseModel]]
+    run: Callable[[Any, Root], BaseModel]
+
+    def input_schema(self) -> dict[str, Any]:
+        return _object_schema(self.input_model.model_json_schema(mode="validation"))
+
+    def output_schema(self) -> dict[str, Any]:
+        return _object_schema(self.output_model().model_json_schema(mode="serialization"))
+
+    def definition(self) -> dict[str, Any]:
+        """The MCP ``Tool`` shape: name, description, inputSchema, outputSchema."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema(),
+            "outputSchema": self.output_schema(),
+        }
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic model schema with the keys agents do not need removed (``title``)."""
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def require_library(module: str, *names: str) -> Any:
+    """Import ``module`` and return its attribute(s) ``names``.
+
+    Raises:
+        InternalError: the module or a name is missing (a component not installed or not written yet).
+    """
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+        found = [getattr(mod, name) for name in names]
+    except (ImportError, AttributeError) as err:
+        raise InternalError(f"{module} does not provide {', '.join(names)}: {err}",
+                            {"module": module, "names": list(names)}) from None
+    return found[0] if len(found) == 1 else tuple(found)
+
+
+class Root:
+    """The folder tools may touch. Paths are resolved (symlinks followed) and must stay inside it."""
+
+    def __init__(self, path: str | Path = ".") -> None:
+        root = Path(path)
+        if not root.is_dir():
+            raise NotFoundError(f"tool root {str(path)!r} is not a folder", {"root": str(path)})
+        self.path = root.resolve()
+
+    def contains(self, path: Path) -> bool:
+        return path == self.path or self.path in path.parents
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the root, POSIX style (``.`` for the root itself)."""
+        return path.relative_to(self.path).as_posix() if self.contains(path) else str(path)
+
+    def resolve(self, value: str, field: str) -> Path:
+        """Resolve ``value`` (relative to the root, or absolute) and refuse it outside the root.
+
+        Raises:
+            InputError: empty or NUL-containing path.
+            PathOutsideRootError: the resolved path (after symlinks) leaves the root.
+        """
+        if not value or "\x00" in value:
+            raise InputError(f"{field}: not a usable path: {value!r}", {"field": field})
+        resolved = (self.path / value).resolve()
+        if not self.contains(resolved):
+            raise PathOutsideRootError(
+                f"{field}: {value!r} resolves outside the tool root", {"field": field, "path": value})
+        return resolved
+
+    def file(self, value: str, field: str, max_bytes: int = MAX_FILE_BYTES) -> Path:
+        """An existing regular file inside the root, at most ``max_bytes`` long."""
+        path = self.resolve(value, field)
+        if not path.exists():
+            raise NotFoundError(f"{field}: {value!r} does not exist", {"field": field, "path": value})
+        if not path.is_file():
+            raise InputError(f"{field}: {value!r} is not a file", {"field": field, "path": value})
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise TooLargeError(f"{field}: {value!r} is {size} bytes; the limit is {max_bytes}",
+                                {"field": field, "bytes": size, "limit": max_bytes})
+        return path
+
+    def folder(self, value: str, field: str, must_exist: bool = True) -> Path:
+        """A folder inside the root whose symlinks (to :data:`LINK_CHECK_DEPTH`) stay inside it."""
+        path = self.resolve(value, field)
+        if must_exist and not path.exists():
+            raise NotFoundError(f"{field}: {value!r} does not exist", {"field": field, "path": value})
+        if path.exists() and not path.is_dir():
+            raise InputError(f"{field}: {value!r} is not a folder", {"field": field, "path": value})
+        if path.is_dir():
+            self.check_links(path, field)
+        return path
+
+    def check_links(self, folder: Path, field: str, depth: int = LINK_CHECK_DEPTH) -> None:
+        """Refuse symlinks under ``folder`` (``depth`` levels) that point outside the root."""
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as err:
+            raise ToolIOError(f"{field}: cannot list {self.relative(folder)}: {err.strerror}") from None
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_symlink() and not self.contains(path.resolve()):
+                raise PathOutsideRootError(
+                    f"{field}: {self.relative(path)} is a symlink that leaves the tool root",
+                    {"field": field, "path": self.relative(path)})
+            if depth > 1 and entry.is_dir(follow_symlinks=False):
+                self.check_links(path, field, depth - 1)
+
+    def scrub(self, data: Any) -> Any:
+        """Replace the absolute root prefix in every string of ``data`` by a relative path."""
+        prefix = str(self.path) + os.sep
+        if isinstance(data, str):
+            if data == str(self.path):
+                return "."
+            return data.replace(prefix, "")
+        if isinstance(data, dict):
+            return {key: self.scrub(value) for key, value in data.items()}
+        if isinstance(data, list):
+            return [self.scrub(value) for value in data]
+        return data

@@ -1,0 +1,179 @@
+"""Agent tools over the catalog: pattern cards (SK/AT) and rules (constraints, card rules, validator rules).
+
+They call the functions behind ``opdesign cards list|show`` and ``opdesign rules [ID]``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from opdesign.errors import NotFoundError
+from opdesign.tools_base import Root, Tool, ToolInput, ToolOutput
+
+RULE_ID = Field(min_length=1, max_length=64, description="rule id, e.g. C-TILE-02 or SK-01-R3")
+_CARD_RULE = re.compile(r"^((?:SK|AT)-\d{2})-R\d+$", re.IGNORECASE)
+
+
+# --- list_patterns / get_pattern ---
+
+
+class ListPatternsInput(ToolInput):
+    type: Literal["skeleton", "atom"] | None = Field(None, description="only skeletons (SK) or only atoms (AT)")
+    tag: str | None = Field(None, min_length=1, max_length=64, description="only cards carrying this tag")
+
+
+class PatternSummary(ToolOutput):
+    id: str = Field(description="card id, SK-xx or AT-xx")
+    type: Literal["skeleton", "atom"]
+    title: str
+    tags: list[str]
+    flow_pattern: str
+    path: str = Field(description="card file inside the opdesign data")
+
+
+class ListPatternsResult(ToolOutput):
+    patterns: list[PatternSummary]
+
+
+def _list_patterns(args: ListPatternsInput, root: Root) -> ListPatternsResult:
+    from opdesign.catalog import load_catalog
+
+    keys = set(PatternSummary.model_fields)
+    cards = [
+        PatternSummary(**card.model_dump(include=keys))
+        for card in load_catalog().cards.values()
+        if (args.type is None or card.type == args.type) and (args.tag is None or args.tag in card.tags)
+    ]
+    return ListPatternsResult(patterns=cards)
+
+
+class GetPatternInput(ToolInput):
+    id: str = Field(min_length=1, max_length=16, description="card id, e.g. SK-01 or AT-17 (case-insensitive)")
+
+
+def _card_model() -> type[BaseModel]:
+    from opdesign.catalog import Card
+
+    return Card
+
+
+def _get_pattern(args: GetPatternInput, root: Root) -> BaseModel:
+    from opdesign.catalog import load_catalog
+
+    return load_catalog().card(args.id)
+
+
+# --- list_rules / explain_rule ---
+
+
+class ListRulesInput(ToolInput):
+    prefix: str | None = Field(None, min_length=1, max_length=64,
+                               description="only rules whose id starts with this, e.g. C-TILE or SK-01")
+
+
+class RuleRow(ToolOutput):
+    id: str
+    level: str
+    text: str
+    source: str
+    kind: str = Field(description="where the rule lives: constraint, card or validator")
+
+
+class ListRulesResult(ToolOutput):
+    rules: list[RuleRow]
+
+
+def _rule_rows() -> list[dict[str, Any]]:
+    """The rows ``opdesign rules`` prints: constraints, card rules, then validator rules when available."""
+    from opdesign.catalog import load_catalog, rule_rows
+
+    rows = list(rule_rows())
+    for card in load_catalog().cards.values():
+        rows += [{"id": r.id, "level": r.level, "text": r.text, "source": card.source, "kind": "card"}
+                 for r in card.rules]
+    return rows + _validator_rows()
+
+
+def _validator_rows() -> list[dict[str, Any]]:
+    try:
+        from opdesign.validate import rule_rows as validator_rule_rows
+    except ImportError:
+        return []
+    return [dict(row, kind=row.get("kind", "validator")) for row in validator_rule_rows()]
+
+
+def _list_rules(args: ListRulesInput, root: Root) -> ListRulesResult:
+    prefix = (args.prefix or "").strip().upper()
+    return ListRulesResult(rules=[RuleRow(**row) for row in _rule_rows() if row["id"].upper().startswith(prefix)])
+
+
+class ExplainRuleInput(ToolInput):
+    id: str = RULE_ID
+
+
+class RuleInfo(ToolOutput):
+    id: str
+    kind: str = Field(description="constraint, card or validator")
+    level: str
+    text: str = Field(description="the rule")
+    consequence: str | None = Field(None, description="what goes wrong when it is broken")
+    when: str | None = Field(None, description="when the rule applies (always when absent)")
+    source: str
+    parameters: dict[str, Any] = Field(default_factory=dict, description="thresholds the check reads")
+    owner: str | None = Field(None, description="the card (SK/AT id) or table file the rule belongs to")
+
+
+def _explain_rule(args: ExplainRuleInput, root: Root) -> RuleInfo:
+    from opdesign.catalog import load_catalog
+
+    rule_id = args.id.strip().upper()
+    catalog = load_catalog()
+    if rule_id in catalog.constraints:
+        c = catalog.constraint(rule_id)
+        return RuleInfo(id=c.id, kind="constraint", level=c.level, text=c.rule, consequence=c.consequence,
+                        when=c.when, source=c.source, parameters=c.parameters, owner=c.path)
+    match = _CARD_RULE.match(rule_id)
+    if match and match.group(1) in catalog.cards:
+        card = catalog.card(match.group(1))
+        r = card.rule(rule_id)
+        return RuleInfo(id=r.id, kind="card", level=r.level, text=r.text, consequence=r.consequence,
+                        when=r.when, source=card.source, owner=card.id)
+    for row in _validator_rows():
+        if row["id"].upper() == rule_id:
+            return RuleInfo(**{k: v for k, v in row.items() if k in RuleInfo.model_fields})
+    raise NotFoundError(f"unknown rule {args.id!r}; list_rules gives every id", {"id": args.id})
+
+
+CATALOG_TOOLS = (
+    Tool(
+        "list_patterns",
+        "List the pattern cards: skeletons (SK-xx, the overall loop structure such as SK-01 online-softmax "
+        "flash attention) and atoms (AT-xx, building blocks such as paged KV gather or FP8 dequantisation), "
+        "with title, tags and flow. Filter by type or tag. Follow with get_pattern for the rules of one card.",
+        ListPatternsInput, lambda: ListPatternsResult, _list_patterns,
+    ),
+    Tool(
+        "get_pattern",
+        "Return one pattern card in full: applicability, rules (id, level, text, consequence), recommended "
+        "configuration, unroll candidates, parameters and the explanation body. Read it when a finding names "
+        "the card or when deciding whether a skeleton or atom fits the operator.",
+        GetPatternInput, _card_model, _get_pattern,
+    ),
+    Tool(
+        "list_rules",
+        "List every rule opdesign checks: constraint table entries (C-TILE, C-LOOP, C-SYM, C-DATA, C-API), "
+        "pattern card rules (SK-xx-Rn, AT-xx-Rn) and validator rules, each with id, level, one-line text, "
+        "source and kind. Filter by id prefix. Use explain_rule for the full entry of one id.",
+        ListRulesInput, lambda: ListRulesResult, _list_rules,
+    ),
+    Tool(
+        "explain_rule",
+        "Explain one rule by id (as given in a validate_design finding): what it requires, when it applies, "
+        "what breaks when it is violated, its source and the thresholds it uses. Read it before fixing a "
+        "finding you do not understand.",
+        ExplainRuleInput, lambda: RuleInfo, _explain_rule,
+    ),
+)

@@ -1,0 +1,254 @@
+"""Agent tools over the design flow: SPEC schema, estimate, new, validate, rank, golden.
+
+Each tool is an input model, a result model (or a library model) and a
+``run`` function that calls the same library function as the CLI command of
+the same job. Library modules are imported inside ``run`` so that a call loads
+only what it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from opdesign.tools_base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
+
+SPEC_PATH = Field(description="SPEC YAML file, relative to the tool root", min_length=1, max_length=4096)
+
+
+# --- spec_schema ---
+
+
+class SpecSchemaInput(ToolInput):
+    """No arguments."""
+
+
+class SpecSchemaResult(ToolOutput):
+    json_schema: dict[str, Any] = Field(description="JSON Schema (draft 2020-12) of a SPEC (schema_version 1)")
+
+
+def _spec_schema(args: SpecSchemaInput, root: Root) -> SpecSchemaResult:
+    from opdesign.spec import spec_json_schema
+
+    return SpecSchemaResult(json_schema=spec_json_schema())
+
+
+# --- estimate_design ---
+
+
+class EstimateDesignInput(ToolInput):
+    spec_path: str = SPEC_PATH
+
+
+def _spec_file(root: Root, spec_path: str) -> Path:
+    """The SPEC file inside the root; its ``golden`` (relative to the SPEC) must stay inside too."""
+    from opdesign.spec import load_spec
+
+    path = root.file(spec_path, "spec_path")
+    spec = load_spec(path)
+    if spec.golden is not None:
+        root.resolve(str(path.parent / spec.golden), "golden")
+    return path
+
+
+def _plan_model() -> type[BaseModel]:
+    from opdesign.plan import Plan
+
+    return Plan
+
+
+def _estimate_design(args: EstimateDesignInput, root: Root) -> BaseModel:
+    from opdesign.pipeline import plan_from_spec_file
+
+    return plan_from_spec_file(_spec_file(root, args.spec_path))
+
+
+# --- new_design ---
+
+
+class NewDesignInput(ToolInput):
+    spec_path: str = SPEC_PATH
+    out_dir: str | None = Field(None, min_length=1, max_length=4096,
+                                description="output folder relative to the tool root (default: <op_name>)")
+    lang: Literal["en", "zh"] = Field("en", description="DESIGN.md chapter headings: English or Chinese")
+    force: bool = Field(False, description="overwrite existing files; without it an existing file is an error")
+
+
+class NewDesignResult(ToolOutput):
+    out_dir: str = Field(description="output folder, relative to the tool root")
+    files: list[str] = Field(description="files written, relative to the tool root")
+    op_name: str
+    skeleton: str = Field(description="skeleton card id, e.g. SK-01")
+    form: str = Field(description="baseline or performance")
+    q_tile: int
+    kv_tile: int
+    root_count: int
+    module_count: int
+    ub_bytes: int = Field(description="UB bytes per vector sub-block the plan uses")
+    ub_capacity_bytes: int
+
+
+def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
+    from opdesign.pipeline import new_design
+    from opdesign.spec import load_spec
+
+    spec_file = _spec_file(root, args.spec_path)
+    out_value = args.out_dir if args.out_dir is not None else load_spec(spec_file).op_name
+    out_dir = root.folder(out_value, "out_dir", must_exist=False)
+    result = new_design(spec_file, out_dir, lang=args.lang, force=args.force)
+    plan = result.plan
+    return NewDesignResult(
+        out_dir=root.relative(out_dir),
+        files=[root.relative(Path(p).resolve()) for p in result.files],
+        op_name=plan.op_name,
+        skeleton=plan.skeleton.id,
+        form=plan.form,
+        q_tile=plan.q_tile,
+        kv_tile=plan.kv_tile,
+        root_count=plan.root_count,
+        module_count=plan.module_count,
+        ub_bytes=plan.ub_budget.total_bytes,
+        ub_capacity_bytes=plan.ub_budget.capacity_bytes,
+    )
+
+
+# --- validate_design ---
+
+
+class ValidateDesignInput(ToolInput):
+    model_config = {
+        "json_schema_extra": {
+            "oneOf": [
+                {"required": ["design_path"], "properties": {"design_path": {"type": "string"}}},
+                {"required": ["text"], "properties": {"text": {"type": "string"}}},
+            ],
+            "dependentRequired": {"interfaces_text": ["text"]},
+        }
+    }
+
+    design_path: str | None = Field(None, min_length=1, max_length=4096,
+                                    description="a DESIGN.md or an operator folder, relative to the tool root")
+    text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
+                             description="inline DESIGN.md text (instead of design_path)")
+    interfaces_text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
+                                        description="inline eval/module_interfaces.yaml text (only with text)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ValidateDesignInput:
+        if (self.design_path is None) == (self.text is None):
+            raise ValueError("give exactly one of design_path or text")
+        if self.interfaces_text is not None and self.text is None:
+            raise ValueError("interfaces_text needs text")
+        return self
+
+
+def _report_model() -> type[BaseModel]:
+    return require_library("opdesign.validate", "Report")
+
+
+def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
+    if args.text is not None:
+        validate_text = require_library("opdesign.validate", "validate_text")
+        return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text)
+    path = root.resolve(args.design_path, "design_path")
+    path = root.folder(args.design_path, "design_path") if path.is_dir() else root.file(args.design_path, "design_path")
+    validate_paths = require_library("opdesign.validate", "validate_paths")
+    return validate_paths([path])
+
+
+# --- rank_candidates ---
+
+
+class RankCandidatesInput(ToolInput):
+    spec_path: str = SPEC_PATH
+    top: int | None = Field(None, ge=1, le=1000, description="keep the best N candidates (default: all)")
+    include_rejected: bool = Field(False, description="also list candidates that break a hard rule, with why")
+
+
+def _ranking_model() -> type[BaseModel]:
+    return require_library("opdesign.costmodel", "Ranking")
+
+
+def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
+    from opdesign.spec import load_spec
+
+    rank = require_library("opdesign.costmodel", "rank_candidates")
+    return rank(load_spec(root.file(args.spec_path, "spec_path")), top=args.top,
+                include_rejected=args.include_rejected)
+
+
+# --- estimate_golden ---
+
+
+class EstimateGoldenInput(ToolInput):
+    golden_path: str = Field(min_length=1, max_length=4096,
+                             description="golden .py file relative to the tool root (parsed, never run)")
+    function: str | None = Field(None, min_length=1, max_length=256,
+                                 description="function to analyse (default: the only *_golden one)")
+    state_groups: int | None = Field(None, ge=0, le=1000, description="loop-carried state groups S (default: detected)")
+    cross_tile_reduce: int | None = Field(None, ge=0, le=1000,
+                                          description="reductions across a tiled axis (default: detected)")
+
+
+def _golden_model() -> type[BaseModel]:
+    from opdesign.golden import GoldenReport
+
+    return GoldenReport
+
+
+def _estimate_golden(args: EstimateGoldenInput, root: Root) -> BaseModel:
+    from opdesign.golden import estimate_golden
+
+    return estimate_golden(root.file(args.golden_path, "golden_path"), args.function, args.state_groups,
+                           args.cross_tile_reduce)
+
+
+DESIGN_TOOLS = (
+    Tool(
+        "spec_schema",
+        "Return the JSON Schema of an opdesign SPEC (the YAML file that describes an attention operator: "
+        "op_name, device, dtype, layout, shape, dynamic_axes, mask, kv_cache, quant, typical_configs). "
+        "Call it before writing a SPEC so that every field and allowed value is right the first time.",
+        SpecSchemaInput, lambda: SpecSchemaResult, _spec_schema,
+    ),
+    Tool(
+        "estimate_design",
+        "Compute the design plan of a SPEC without writing anything: chosen skeleton and atoms, baseline or "
+        "performance form with the checks behind it, Q/KV tiles, cube and vector tile shapes, unroll factor, "
+        "root and task counts, UB/L1/L0 budgets, configuration and module split, each number with the rule or "
+        "card it comes from. Use it to check a SPEC and discuss numbers before calling new_design.",
+        EstimateDesignInput, _plan_model, _estimate_design,
+    ),
+    Tool(
+        "new_design",
+        "Plan a SPEC and write the design artifacts under out_dir: DESIGN.md (seven CANNBot chapters, "
+        "front matter with the plan's numbers), eval/module_interfaces.yaml and <op_name>_scaffold.py, a numpy "
+        "kernel of the designed loop nest whose __main__ self-check compares it with a golden. Existing files "
+        "are never overwritten unless force is true (error output_exists). Returns the files and key numbers.",
+        NewDesignInput, lambda: NewDesignResult, _new_design,
+    ),
+    Tool(
+        "validate_design",
+        "Lint a DESIGN.md (design_path: the file or its operator folder, or inline text plus optional "
+        "interfaces_text) against the document contract, interface wiring, constraint tables (C-TILE, C-LOOP, "
+        "C-SYM, C-DATA, C-API) and SK/AT card rules. Returns findings with rule id, level (error, warning, "
+        "info), message, file and line; fix every error-level finding, then validate again.",
+        ValidateDesignInput, _report_model, _validate_design,
+    ),
+    Tool(
+        "rank_candidates",
+        "Rank the tile candidates (Q/KV tiles and related choices) of a SPEC by estimated stage cycles, best "
+        "first, with the cost breakdown of each. Set include_rejected to also see candidates that break a hard "
+        "rule and why. Use it when the plan's tiles are in doubt or a performance target is missed.",
+        RankCandidatesInput, _ranking_model, _rank_candidates,
+    ),
+    Tool(
+        "estimate_golden",
+        "Estimate how many modules an operator's golden Python function calls for, by parsing the file (it is "
+        "never executed): CANNBot-compatible signals and design parameters, attention structure (online-softmax "
+        "state, backward gradients) and the recommended module count with its rule and reason.",
+        EstimateGoldenInput, _golden_model, _estimate_golden,
+    ),
+)

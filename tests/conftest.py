@@ -1,0 +1,25 @@
+"""Shared fixtures: repository paths and a helper to run the CLI as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "specs"
+
+
+def run_cli(*args: str, cwd: Path | None = None, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m opdesign ARGS`` in a subprocess (the installed package)."""
+    env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
+    return subprocess.run([sys.executable, "-m", "opdesign", *args], cwd=cwd, input=input,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,123 @@
+"""Estimator: form choice, tiles, counts and budgets on real SPECs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from math import ceil
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES, run_cli
+from opdesign.catalog import load_catalog
+from opdesign.errors import SpecError
+from opdesign.estimate import causal_valid_blocks, estimate
+from opdesign.spec import load_spec, parse_spec
+
+DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
+CAUSAL = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
+
+
+def _variant(spec, **changes):
+    data = copy.deepcopy(spec.model_dump(mode="json", exclude_none=True))
+    for dotted, value in changes.items():
+        node = data
+        *head, last = dotted.split("__")
+        for key in head:
+            node = node[key]
+        node[last] = value
+    return parse_spec(data)
+
+
+def test_dense_8192_takes_the_performance_form():
+    plan = estimate(DENSE)
+    assert plan.form == "performance"
+    assert all(c.passed for c in plan.form_checks)
+    assert (plan.q_tile, plan.kv_tile, plan.q_tiles, plan.kv_tiles) == (4096, 1024, 2, 8)
+    assert 16 <= plan.root_count <= 256 and plan.root_count == 1 * 8 * 2
+    assert plan.task_count == 16 * 8
+    assert plan.kv_loop == "range"
+    assert plan.unroll.unroll_list == [1]
+    # SSA state adds no resident buffer (SK-01 perf invariant 3)
+    assert not any(i.name.endswith("_resident") for i in plan.ub_budget.items)
+    assert plan.ub_budget.total_bytes == sum(i.bytes for i in plan.ub_budget.items) <= 196608
+
+
+def test_head_dim_256_falls_back_to_baseline_naming_condition_2():
+    plan = estimate(_variant(DENSE, shape__head_dim=256, shape__num_heads=8))
+    assert plan.form == "baseline"
+    failed = [c.id for c in plan.form_checks if not c.passed]
+    assert failed == ["SK-01-PERF-2"]
+    assert "SK-01-PERF-2" in plan.form_reason and "head_dim = 256" in plan.form_reason
+    # oi for head_dim 256 does not fit next to the FAI result buffers at q_tile 128 (C-TILE-03)
+    assert (plan.q_tile, plan.kv_tile) == (64, 128)
+    assert "halved to 64" in plan.tile_decisions[0].basis
+    assert plan.ub_budget.total_bytes <= plan.ub_budget.capacity_bytes
+
+
+def test_non_uniform_varlen_falls_back_naming_condition_1():
+    spec = _variant(DENSE, dynamic_axes=[{"name": "seq_kv", "range": [512, 8192], "uniform": False}])
+    plan = estimate(spec)
+    assert plan.form == "baseline"
+    assert [c.id for c in plan.form_checks if not c.passed] == ["SK-01-PERF-1"]
+    assert "non-uniform varlen" in plan.form_reason
+
+
+def test_missing_performance_target_falls_back_naming_condition_4():
+    data = DENSE.model_dump(mode="json", exclude_none=True)
+    del data["performance"]
+    plan = estimate(parse_spec(data))
+    assert [c.id for c in plan.form_checks if not c.passed] == ["SK-01-PERF-4"]
+
+
+def test_causal_gqa_tail_counts_and_budget():
+    plan = estimate(CAUSAL)
+    assert plan.form == "baseline"
+    assert (plan.q_tile, plan.kv_tile) == (128, 128)
+    assert plan.q_tiles == ceil(1000 / 128) == 8
+    assert plan.root_count == 2 * 8 * 8
+    # causal: q block i sees blocks 0..i (seq_q == seq_kv), so 1+2+...+8 = 36 per (batch, head)
+    assert plan.task_count == 2 * 8 * 36
+    assert plan.group_size == 4
+    ub = {i.name: i.bytes for i in plan.ub_budget.items}
+    assert ub["oi_resident"] == 64 * 128 * 4  # q_tile / CV_RATIO rows x head_dim x FP32
+    assert ub["MM1_RESULT_SIZE"] == 64 * 128 * 4 * 2
+    assert ub["SHARE_UB_SIZE"] == 64 * 4
+    assert plan.ub_budget.total_bytes <= load_catalog().device("a2").ub_bytes
+    for tile in plan.cube_tiles.values():
+        for l0, l1 in (tile.m, tile.k, tile.n):
+            assert 0 < l0 <= l1 and l1 % l0 == 0 and l0 % 16 == 0
+    for tile in plan.vec_tiles.values():
+        assert tile.shape[1] * 4 % 32 == 0 and tile.shape[1] * 2 % 32 == 0
+
+
+@pytest.mark.parametrize("sq,skv,qt,kt", [(1000, 1000, 128, 128), (300, 700, 128, 128), (130, 64, 16, 32), (64, 1000, 64, 128)])
+def test_causal_valid_blocks_match_brute_force(sq, skv, qt, kt):
+    expected = []
+    for i in range(ceil(sq / qt)):
+        blocks = set()
+        for r in range(i * qt, min((i + 1) * qt, sq)):
+            for c in range(skv):
+                if c <= r + skv - sq:
+                    blocks.add(c // kt)
+        expected.append(len(blocks))
+    assert causal_valid_blocks(sq, skv, qt, kt) == expected
+
+
+def test_unsupported_variant_is_named():
+    with pytest.raises(SpecError, match="kv_cache: 'paged' is not planned"):
+        estimate(_variant(CAUSAL, kv_cache="paged", shape__block_size=128))
+
+
+def test_estimate_json_has_the_documented_keys():
+    res = run_cli("estimate", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    for key in ("skeleton", "atoms", "form", "form_checks", "q_tile", "kv_tile", "cube_tiles", "vec_tiles",
+                "unroll_factor", "root_count", "task_count", "ub_budget", "config", "module_count"):
+        assert key in plan
+    assert set(plan["ub_budget"]) >= {"items", "total_bytes", "capacity_bytes"}
+    assert plan["config"]["runtime_options"]["stitch_function_max_num"] == 128
+    text = run_cli("estimate", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"))
+    assert "performance form" in text.stdout and "root_count = 16" in text.stdout

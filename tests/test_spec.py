@@ -1,0 +1,102 @@
+"""SPEC model: every rejection names its field path, exits 2 and writes nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES, run_cli
+from opdesign.errors import SpecError
+from opdesign.spec import load_spec, parse_spec, spec_json_schema
+
+BASE = yaml.safe_load((EXAMPLES / "causal_gqa_tail.yaml").read_text())
+
+
+def _mutate(path, value):
+    data = copy.deepcopy(BASE)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+BAD = [
+    (("dtype",), KeyError, "dtype: Field required"),
+    (("dynamic_axes",), [], "dynamic_axes: List should have at least 1 item"),
+    (("dynamic_axes", 0, "range"), [4096, 1], "dynamic_axes.0.range: range lo (4096) must not exceed hi (1)"),
+    (("shape", "num_kv_heads"), 3, "shape: num_heads (8) must be a multiple of num_kv_heads (3)"),
+    (("shape", "head_dim"), 72, "shape.head_dim: head_dim 72 is not a multiple of 16 for bf16"),
+    (("device",), "a9", "device: unknown device 'a9'"),
+    (("op_name",), "my op", "op_name: 'my op' is not a Python identifier"),
+    (("op_name",), "a'b", "op_name: \"a'b\" is not a Python identifier"),
+    (("op_name",), "../etc/x", "op_name: '../etc/x' is not a Python identifier"),
+    (("op_name",), "9lives", "op_name: '9lives' is not a Python identifier"),
+    (("op_name",), "class", "op_name: 'class' is not a Python identifier"),
+    (("colour",), "red", "colour: unknown key"),
+    (("shape", "colour"), 1, "shape.colour: unknown key"),
+    (("typical_configs", 0, "shape"), {"head_dim": 40}, "typical_configs.0.shape.head_dim: head_dim 40 is not a multiple of 16"),
+]
+
+
+@pytest.mark.parametrize("path,value,message", BAD, ids=[".".join(map(str, b[0])) + f"={b[1]!r}" for b in BAD])
+def test_bad_spec_is_rejected_with_field_path(path, value, message):
+    with pytest.raises(SpecError) as err:
+        parse_spec(_mutate(path, value))
+    assert message in err.value.message
+
+
+@pytest.mark.parametrize("path,value,message", BAD[:9], ids=[str(i) for i in range(9)])
+def test_cli_new_on_bad_spec_exits_2_and_writes_nothing(tmp_path, path, value, message):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(_mutate(path, value)))
+    out = tmp_path / "out"
+    res = run_cli("new", "--spec", str(spec), "--out", str(out))
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert res.stdout == ""
+    assert not out.exists()
+
+
+def test_unreadable_and_non_mapping_specs(tmp_path):
+    with pytest.raises(SpecError, match="cannot read SPEC"):
+        load_spec(tmp_path / "missing.yaml")
+    bad = tmp_path / "list.yaml"
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(SpecError, match="must be a YAML mapping, got list"):
+        load_spec(bad)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\xff\xfe\x00op")
+    with pytest.raises(SpecError, match="not UTF-8"):
+        load_spec(binary)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("op_name: [unclosed\n")
+    with pytest.raises(SpecError, match="line 2: invalid YAML"):
+        load_spec(broken)
+    tagged = tmp_path / "tag.yaml"
+    tagged.write_text("op_name: !!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(SpecError, match="invalid YAML"):
+        load_spec(tagged)
+
+
+def test_examples_load_and_defaults():
+    spec = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
+    assert spec.tolerance == (2e-2, 2e-2)
+    assert spec.shape.num_heads // spec.shape.num_kv_heads == 4
+    dense = load_spec(EXAMPLES / "dense_fa_8192.yaml")
+    assert dense.performance.ratio == pytest.approx(1760489 / 16948)
+
+
+def test_schema_command_prints_the_model_schema():
+    res = run_cli("schema", "spec")
+    assert res.returncode == 0
+    schema = json.loads(res.stdout)
+    assert schema == json.loads(json.dumps(spec_json_schema(), sort_keys=True))
+    assert set(schema["required"]) >= {"schema_version", "op_name", "device", "dtype", "shape", "dynamic_axes"}
+    assert schema["properties"]["dynamic_axes"]["minItems"] == 1
