@@ -217,6 +217,39 @@ def golden_cmd(
 
 # === tool / mcp ===
 
+tool_app = typer.Typer(no_args_is_help=True, help="Agent tools: JSON Schemas, one JSON call in, one JSON result out.")
+app.add_typer(tool_app, name="tool")
+_ROOT_HELP = "folder every tool path is relative to; paths resolving outside it are refused"
+
+
+@tool_app.command("list")
+def tool_list() -> None:
+    """Print every tool (name, description, inputSchema, outputSchema) as a JSON array."""
+    from opdesign.tools import tool_definitions
+
+    typer.echo(json.dumps(tool_definitions(), indent=2, ensure_ascii=False))
+
+
+@tool_app.command("call")
+def tool_call(
+    name: str = typer.Argument(..., help="tool name (see `opdesign tool list`)"),
+    input_file: Path = typer.Option(None, "--input", help="read the JSON arguments from this file, not stdin"),
+    root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP),
+) -> None:
+    """Run one tool: JSON object on stdin, JSON result on stdout; errors are {"error": {...}} and exit 2."""
+    from opdesign.tools import main_call
+
+    raise typer.Exit(main_call(name, input_file, root))
+
+
+@app.command("mcp")
+def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP)) -> None:
+    """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign[mcp]'."""
+    from opdesign.mcp_server import serve
+
+    serve(root)
+
+
 
 def main() -> None:
     """Console-script entry point; turns OpdesignError into its exit code."""

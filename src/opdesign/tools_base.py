@@ -14,6 +14,7 @@ Paths in results and error messages are printed relative to the root.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +91,13 @@ class Tool:
         return _object_schema(self.input_model.model_json_schema(mode="validation"))
 
     def output_schema(self) -> dict[str, Any]:
-        return _object_schema(self.output_model().model_json_schema(mode="serialization"))
+        """JSON Schema of the result; a bare object schema (and a warning) when its module is missing."""
+        try:
+            model = self.output_model()
+        except InternalError as err:
+            warnings.warn(f"tool {self.name}: output schema unavailable: {err.message}", stacklevel=2)
+            return {"type": "object", "description": f"unavailable: {err.message}"}
+        return _object_schema(model.model_json_schema(mode="serialization"))
 
     def definition(self) -> dict[str, Any]:
         """The MCP ``Tool`` shape: name, description, inputSchema, outputSchema."""
