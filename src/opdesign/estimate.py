@@ -109,7 +109,28 @@ def _over(ub, l1, l0) -> list:
 
 
 def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
-    """Decide the whole design of a SPEC.
+    """Decide the whole design of a SPEC: pick the skeleton, then plan it.
+
+    ``direction: backward`` -> SK-16 (``estimate_sk16``); ``mask: topk`` -> SK-02
+    when its conditions hold, else SK-01 with the failed condition named
+    (``estimate_sk02``); everything else -> SK-01 (:func:`estimate_sk01`).
+    """
+    if spec.direction == "backward":
+        from opdesign.estimate_sk16 import estimate_sk16
+
+        return estimate_sk16(spec, golden_module_count)
+    if spec.mask == "topk":
+        from opdesign.estimate_sk02 import estimate_sk02
+
+        return estimate_sk02(spec, golden_module_count)
+    return estimate_sk01(spec, golden_module_count)
+
+
+def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None, **overrides) -> Plan:
+    """Plan a SPEC with the SK-01 online flash attention skeleton.
+
+    ``overrides`` are extra :class:`Plan` fields set by a caller that falls back
+    to SK-01 (e.g. ``fallback_from``, ``skeleton_checks`` from SK-02).
 
     Args:
         spec: a validated SPEC.
@@ -225,6 +246,7 @@ def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> 
         ],
         dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+        **overrides,
     )
 
 

@@ -153,8 +153,30 @@ class TensorSpec(_Model):
     dtype: str
 
 
+class CoreLoad(_Model):
+    core: int
+    q_blocks: int
+    weight: int
+
+
+class Balance(_Model):
+    """Greedy split of q blocks over cores by valid KV blocks (FAI load balance, domain.md §7)."""
+
+    cores: int
+    total_valid_blocks: int
+    target: float
+    per_core: list[CoreLoad]
+    imbalance: float
+    fewer_cores: int | None = Field(None, description="a smaller core count with a better imbalance, if any")
+    note: str
+
+
 class Plan(_Model):
-    """The complete design decided from a SPEC (see ``estimate.estimate``)."""
+    """The complete design decided from a SPEC (see ``estimate.estimate``).
+
+    SK-01 fills every field; SK-02 (single pass: ``kv_loop == "none"``, no
+    state rows) and SK-16 (backward: ``passes``) reuse the same fields.
+    """
 
     op_name: str
     device: str
@@ -180,7 +202,16 @@ class Plan(_Model):
     kv_tile: int
     q_tiles: int
     kv_tiles: int
-    kv_loop: Literal["pypto.loop", "range", "loop_unroll"]
+    kv_loop: Literal["pypto.loop", "range", "loop_unroll", "none"]
+    variant: str = Field("FA MHA", description="row of the SK-01 variant matrix, or the skeleton's own variant")
+    skeleton_checks: list[FormCheck] = Field(default_factory=list, description="applicability conditions of the chosen or rejected skeleton")
+    fallback_from: str | None = Field(None, description="skeleton whose conditions failed, e.g. SK-02")
+    passes: int = 1
+    two_pass_reason: str | None = None
+    balance: Balance | None = None
+    block_size: int | None = None
+    topk: int | None = None
+    window: int | None = None
     tile_decisions: list[Decision]
     cube_tiles: dict[str, CubeTile]
     vec_tiles: dict[str, VecTile]

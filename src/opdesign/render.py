@@ -94,14 +94,19 @@ def render_design(plan: Plan, lang: Lang = "en") -> str:
     }
     body = _env().get_template("DESIGN.md.j2").render(
         plan=plan, h=HEADINGS[lang], sh=SUBHEADINGS[lang], lang=lang,
-        pseudocode=render_pseudocode(plan),
+        pseudocode=render_pseudocode(plan), skeleton_dir=skeleton_dir(plan),
     )
     return "---\n" + _dump_yaml(front) + "---\n\n" + body
 
 
+def skeleton_dir(plan: Plan) -> str:
+    """Template folder of the plan's skeleton: ``SK-01`` -> ``sk01``."""
+    return plan.skeleton.id.replace("-", "").lower()
+
+
 def render_pseudocode(plan: Plan) -> str:
     """The PyPTO-style kernel pseudocode of the pseudocode chapter (parses with ``ast``)."""
-    return _env().get_template("pseudocode.py.j2").render(plan=plan)
+    return _env().get_template(f"{skeleton_dir(plan)}/pseudocode.py.j2").render(plan=plan)
 
 
 def render_interfaces(plan: Plan) -> str:
@@ -128,7 +133,7 @@ def render_interfaces(plan: Plan) -> str:
 
 def render_scaffold(plan: Plan) -> str:
     """The numpy scaffold running the designed loop nest, with a float64 golden and a self-check."""
-    return _env().get_template("scaffold.py.j2").render(plan=plan)
+    return _env().get_template(f"{skeleton_dir(plan)}/scaffold.py.j2").render(plan=plan)
 
 
 def render_all(plan: Plan, lang: Lang = "en") -> dict[str, str]:

@@ -173,6 +173,14 @@ class Spec(_Strict):
                         f"{where}.head_dim",
                         f"head_dim {shape.head_dim} is not a multiple of {align} for {self.dtype} (C-TILE-05)",
                     )
+        needs = {("mask", "topk"): "topk", ("mask", "sliding_window"): "window", ("kv_cache", "paged"): "block_size"}
+        for (field, value), dim in needs.items():
+            if getattr(self, field) == value and getattr(self.shape, dim) is None:
+                raise _FieldError(f"shape.{dim}", f"required when {field} is {value!r}")
+        if self.softmax_stats_input and self.direction != "backward":
+            raise _FieldError("softmax_stats_input", "only meaningful with direction: backward (forward l/m as inputs)")
+        if self.two_pass_reason is not None and self.direction != "backward":
+            raise _FieldError("two_pass_reason", "only meaningful with direction: backward (SK-16)")
         names = {c.name for c in self.typical_configs}
         if len(names) != len(self.typical_configs):
             raise _FieldError("typical_configs", "config names must be unique")

@@ -136,7 +136,7 @@ def read_request(stream: BinaryIO) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}",
+        raise InputError(f"malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})",
                          {"line": err.lineno, "column": err.colno}) from None
 
 

@@ -14,7 +14,7 @@ Paths in results and error messages are printed relative to the root.
 from __future__ import annotations
 
 import os
-import warnings
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +95,7 @@ class Tool:
         try:
             model = self.output_model()
         except InternalError as err:
-            warnings.warn(f"tool {self.name}: output schema unavailable: {err.message}", stacklevel=2)
+            sys.stderr.write(f"warning: tool {self.name}: output schema unavailable: {err.message}\n")
             return {"type": "object", "description": f"unavailable: {err.message}"}
         return _object_schema(model.model_json_schema(mode="serialization"))
 

@@ -1,0 +1,130 @@
+"""Memory and latency of `opdesign mcp` over many sequential tool calls.
+
+Starts the server as a subprocess with the official SDK's stdio client, warms it
+up (one call of each tool in the mix), reads the server's resident set size
+(VmRSS in /proc/<pid>/status), makes N sequential calls cycling through the mix,
+and reads VmRSS again. Linux only (/proc).
+
+    python benchmarks/bench_mcp.py [--calls 100] [--limit-mb 20]
+
+Prints the figures as JSON; exits 1 when RSS grows by the limit or more, or a call fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MIX = [
+    ("estimate_design", {"spec_path": "specs/dense_fa_8192.yaml"}),
+    ("validate_design", {"design_path": "op"}),
+    ("estimate_design", {"spec_path": "specs/causal_gqa_tail.yaml"}),
+    ("list_rules", {}),
+    ("explain_rule", {"id": "C-TILE-02"}),
+    ("get_pattern", {"id": "SK-01"}),
+    ("estimate_golden", {"golden_path": "goldens/dense_forward_golden.py"}),
+    ("estimate_design", {"spec_path": "../outside.yaml"}),  # an error answer
+]
+EXPECT_ERROR = {"../outside.yaml"}
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def _server_pid() -> int:
+    """The `opdesign mcp` child of this process (the SDK does not expose the pid)."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"mcp" in cmdline and b"opdesign" in cmdline:
+            return int(entry.name)
+    raise RuntimeError("the opdesign mcp server process was not found")
+
+
+def _prepare_root(root: Path) -> None:
+    """A tool root with the example SPECs, the test goldens and one generated operator folder."""
+    shutil.copytree(REPO / "examples" / "specs", root / "specs")
+    shutil.copytree(REPO / "tests" / "goldens", root / "goldens")
+    from opdesign.tools import call_tool
+
+    payload, ok = call_tool("new_design", {"spec_path": "specs/dense_fa_8192.yaml", "out_dir": "op"}, root)
+    if not ok:
+        raise RuntimeError(f"new_design failed: {payload}")
+
+
+async def _bench(root: Path, calls: int) -> dict:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        pid = _server_pid()
+        for name, args in MIX:  # warm-up: imports, catalog and schema caches
+            await session.call_tool(name, args)
+        rss_start = _rss_kb(pid)
+        latencies, failures = [], []
+        for i in range(calls):
+            name, args = MIX[i % len(MIX)]
+            start = time.perf_counter()
+            result = await session.call_tool(name, args)
+            latencies.append(time.perf_counter() - start)
+            if bool(result.isError if hasattr(result, "isError") else result.is_error) != (
+                    args.get("spec_path") in EXPECT_ERROR):
+                failures.append(name)
+        rss_end = _rss_kb(pid)
+    ms = sorted(x * 1000 for x in latencies)
+    return {
+        "calls": calls,
+        "failures": failures,
+        "rss_start_mb": round(rss_start / 1024, 2),
+        "rss_end_mb": round(rss_end / 1024, 2),
+        "rss_growth_mb": round((rss_end - rss_start) / 1024, 2),
+        "total_s": round(sum(latencies), 3),
+        "latency_ms": {"mean": round(statistics.mean(ms), 2), "p50": round(ms[len(ms) // 2], 2),
+                       "p95": round(ms[int(len(ms) * 0.95) - 1], 2), "max": round(ms[-1], 2)},
+    }
+
+
+def run(calls: int = 100) -> dict:
+    """Run the benchmark in a temporary root and return the figures."""
+    import anyio
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _prepare_root(root)
+        return anyio.run(_bench, root, calls)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--limit-mb", type=float, default=20.0)
+    options = parser.parse_args()
+    figures = run(options.calls)
+    figures["limit_mb"] = options.limit_mb
+    print(json.dumps(figures, indent=2))
+    return 0 if figures["rss_growth_mb"] < options.limit_mb and not figures["failures"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The rule registry: one small :class:`Rule` per check, registered once with :func:`rule`.
+
+A rule has an id (a constraint or card id when it enforces exactly that one,
+else ``OD-DOC-nn`` / ``OD-IF-nn`` / ``OD-NUM-nn`` / ``OD-PC-nn``), a level
+(error / warning / info), the card or constraint it enforces (``source``), a
+one-line message, an explanation (the check function's docstring), a bad and
+a good example, and the check itself: ``check(ctx) -> iterable of Hit``.
+
+Families: ``document``, ``interfaces``, ``numbers`` (need the ``opdesign:``
+block: skipped, and reported as skipped, when it is absent) and ``pseudocode``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Callable, Iterable
+
+from opdesign.validate.document import Document
+from opdesign.validate.model import Level
+from opdesign.validate.pseudocode import Program
+from opdesign.validate.yamlsafe import Loaded
+
+FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
+RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_perf", "rules_pseudocode")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a check reports: a line and a message; ``interfaces`` marks a line of the interface file."""
+
+    line: int
+    message: str
+    interfaces: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    level: Level
+    family: str
+    source: str
+    message: str
+    explanation: str
+    bad: str
+    good: str
+    check: Callable[[Context], Iterable[Hit]] = field(compare=False, repr=False)
+    needs_block: bool = False
+
+    def as_row(self) -> dict[str, str]:
+        """Row for ``opdesign rules``, same shape as ``catalog.rule_rows`` plus the family."""
+        return {"id": self.id, "level": self.level, "text": self.message, "source": self.source,
+                "kind": "check", "family": self.family}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "level": self.level, "family": self.family, "source": self.source,
+                "message": self.message, "explanation": self.explanation, "bad": self.bad, "good": self.good,
+                "needs_block": self.needs_block}
+
+
+_REGISTRY: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
+         needs_block: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+    """Register the decorated check as rule ``rule_id``; its docstring is the explanation."""
+    if family not in FAMILIES:
+        raise ValueError(f"{rule_id}: unknown family {family!r}")
+
+    def register(check: Callable[[Context], Iterable[Hit]]) -> Callable[[Context], Iterable[Hit]]:
+        if rule_id in _REGISTRY:
+            raise ValueError(f"rule {rule_id} registered twice")
+        _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
+                                  explanation=inspect.cleandoc(check.__doc__ or ""), bad=inspect.cleandoc(bad),
+                                  good=inspect.cleandoc(good), check=check, needs_block=needs_block)
+        return check
+
+    return register
+
+
+@cache
+def all_rules() -> dict[str, Rule]:
+    """Every registered rule by id, in family order then id (imports the rule modules once)."""
+    import importlib
+
+    for name in RULE_MODULES:
+        importlib.import_module(f"opdesign.validate.{name}")
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (FAMILIES.index(kv[1].family), kv[0])))
+
+
+def get_rule(rule_id: str) -> Rule | None:
+    return all_rules().get(rule_id.strip().upper())
+
+
+@dataclass
+class Context:
+    """Everything a check may look at for one DESIGN.md.
+
+    ``interfaces`` is None when the interface file is missing, unreadable or
+    was not given (``interfaces_state`` says which); ``block`` is the
+    ``opdesign:`` mapping of the front matter or None; ``program`` is the
+    pseudocode (None without a fenced block in the pseudocode chapter).
+    """
+
+    doc: Document
+    interfaces: Loaded | None
+    interfaces_state: str  # ok | missing | invalid | not_given
+    interfaces_problem: str
+    interfaces_problem_line: int
+    program: Program | None
+
+    @property
+    def front(self) -> dict[str, Any]:
+        data = self.doc.front.data
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def block(self) -> dict[str, Any] | None:
+        value = self.front.get("opdesign")
+        return value if isinstance(value, dict) else None
+
+    def block_line(self, *path: Any) -> int:
+        return self.doc.front.line("opdesign", *path)
+
+    @property
+    def form(self) -> str | None:
+        """``performance`` / ``baseline`` from the block, None without one."""
+        block = self.block or {}
+        form = block.get("form")
+        return form if isinstance(form, str) else None
+
+    def iface_line(self, *path: Any) -> int:
+        return self.interfaces.line(*path) if self.interfaces else 1

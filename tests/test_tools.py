@@ -1,0 +1,312 @@
+"""Agent tools: schemas, `opdesign tool list|call`, JSON errors, the root jail, size limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+from jsonschema.validators import validator_for
+
+from conftest import EXAMPLES, REPO, run_cli
+from opdesign.pipeline import plan_from_spec_file
+from opdesign.tools import TOOLS, call_tool, tool_definitions
+from opdesign.tools_base import ERROR_CODES, MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool
+
+TOOL_NAMES = {
+    "spec_schema", "estimate_design", "new_design", "validate_design", "rank_candidates",
+    "list_patterns", "get_pattern", "list_rules", "explain_rule", "estimate_golden",
+}  # fmt: skip
+DENSE = "examples/specs/dense_fa_8192.yaml"
+
+
+def _check_output(name, payload):
+    schema = TOOLS[name].output_schema()
+    validator_for(schema)(schema).validate(payload)
+
+
+def _call(name, args, root=REPO):
+    payload, ok = call_tool(name, args, root)
+    assert ok, payload
+    _check_output(name, payload)
+    return payload
+
+
+def _error(name, args, root=REPO):
+    payload, ok = call_tool(name, args, root)
+    assert not ok and set(payload) == {"error"}, payload
+    assert payload["error"]["code"] in ERROR_CODES
+    return payload["error"]
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A tool root holding a copy of the example SPECs and goldens."""
+    shutil.copytree(EXAMPLES, tmp_path / "specs")
+    shutil.copytree(REPO / "tests" / "goldens", tmp_path / "goldens")
+    return tmp_path
+
+
+# --- definitions and schemas ---
+
+
+def test_every_tool_has_a_description_and_valid_object_schemas():
+    definitions = tool_definitions()
+    assert {d["name"] for d in definitions} == TOOL_NAMES
+    for d in definitions:
+        assert set(d) == {"name", "description", "inputSchema", "outputSchema"}
+        assert len(d["description"]) > 120 and "\n" not in d["description"], d["name"]
+        for key in ("inputSchema", "outputSchema"):
+            schema = d[key]
+            validator_for(schema).check_schema(schema)
+            assert schema["type"] == "object", (d["name"], key)
+            assert "unavailable" not in schema.get("description", ""), (d["name"], key, schema)
+        assert d["inputSchema"]["additionalProperties"] is False, d["name"]
+
+
+def test_file_inputs_use_the_documented_names():
+    props = {name: set(t.input_schema()["properties"]) for name, t in TOOLS.items()}
+    assert props["estimate_design"] == {"spec_path"}
+    assert props["new_design"] == {"spec_path", "out_dir", "lang", "force"}
+    assert props["validate_design"] == {"design_path", "text", "interfaces_text"}
+    assert props["estimate_golden"] == {"golden_path", "function", "state_groups", "cross_tile_reduce"}
+    assert props["spec_schema"] == set()
+    text = TOOLS["validate_design"].input_schema()["properties"]["text"]
+    assert {"type": "string", "maxLength": MAX_TEXT_CHARS} in text["anyOf"]
+
+
+def test_tool_list_prints_the_definitions_as_a_json_array():
+    res = run_cli("tool", "list", cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    listed = json.loads(res.stdout)
+    assert listed == tool_definitions()
+
+
+# --- results ---
+
+
+def test_estimate_design_returns_the_plan_of_the_library():
+    plan = _call("estimate_design", {"spec_path": DENSE})
+    assert plan == plan_from_spec_file(REPO / DENSE).model_dump(mode="json")
+    assert plan["op_name"] == "dense_fa_8192" and plan["skeleton"]["id"] == "SK-01"
+    assert plan["head_dim"] == 128 and plan["num_heads"] == 8
+
+
+def test_tool_call_estimate_design_on_stdin_is_fast_and_clean():
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        res = run_cli("tool", "call", "estimate_design", cwd=REPO, input=json.dumps({"spec_path": DENSE}))
+        best = min(best, time.perf_counter() - start)
+        assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["op_name"] == "dense_fa_8192"
+    assert res.stdout.count("\n") == 1
+    assert best < 1.0, f"tool call estimate_design took {best:.2f} s (target 0.5 s)"
+
+
+def test_estimate_design_path_does_not_load_numpy():
+    code = ("import sys, json; from opdesign.tools import call_tool; "
+            f"p, ok = call_tool('estimate_design', {{'spec_path': {DENSE!r}}}); "
+            "print(json.dumps([ok, 'numpy' in sys.modules]))")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [True, False]
+
+
+def test_spec_schema_is_the_spec_json_schema():
+    from opdesign.spec import spec_json_schema
+
+    assert _call("spec_schema", {})["json_schema"] == spec_json_schema()
+
+
+def test_new_design_writes_into_the_root_and_refuses_to_overwrite(root):
+    args = {"spec_path": "specs/causal_gqa_tail.yaml", "out_dir": "ops/causal"}
+    result = _call("new_design", args, root)
+    assert result["out_dir"] == "ops/causal"
+    assert sorted(result["files"]) == ["ops/causal/DESIGN.md", "ops/causal/causal_gqa_tail_scaffold.py",
+                                       "ops/causal/eval/module_interfaces.yaml"]
+    plan = plan_from_spec_file(root / "specs/causal_gqa_tail.yaml")
+    assert (result["q_tile"], result["kv_tile"], result["root_count"]) == (plan.q_tile, plan.kv_tile, plan.root_count)
+    assert result["skeleton"] == "SK-01" and result["ub_bytes"] == plan.ub_budget.total_bytes
+    design = root / "ops/causal/DESIGN.md"
+    design.write_text("hand edits\n")
+    assert _error("new_design", args, root)["code"] == "output_exists"
+    assert design.read_text() == "hand edits\n"
+    _call("new_design", {**args, "force": True}, root)
+    assert design.read_text().startswith("---\n")
+
+
+def test_new_design_defaults_out_dir_to_op_name_under_the_root(root):
+    result = _call("new_design", {"spec_path": "specs/dense_fa_8192.yaml", "lang": "zh"}, root)
+    assert result["out_dir"] == "dense_fa_8192"
+    assert "算子契约" in (root / "dense_fa_8192" / "DESIGN.md").read_text(encoding="utf-8")
+
+
+def test_estimate_golden_matches_the_library(root):
+    from opdesign.golden import estimate_golden
+
+    result = _call("estimate_golden", {"golden_path": "goldens/dense_forward_golden.py"}, root)
+    assert result == estimate_golden(root / "goldens/dense_forward_golden.py").model_dump(mode="json")
+    assert result["function"] == "dense_attention_fwd_golden" and result["module_count"] == 1
+    forced = _call("estimate_golden", {"golden_path": "goldens/dense_forward_golden.py", "state_groups": 4}, root)
+    assert forced["design_params"]["S"] == 4 and forced["design_params"]["state_source"] == "option"
+    missing = _error("estimate_golden", {"golden_path": "goldens/dense_forward_golden.py", "function": "nope"}, root)
+    assert missing["code"] == "not_found"
+
+
+def test_catalog_tools():
+    skeletons = _call("list_patterns", {"type": "skeleton"})["patterns"]
+    assert [p["id"] for p in skeletons] == ["SK-01", "SK-02", "SK-16"]
+    card = _call("get_pattern", {"id": "sk-01"})
+    assert card["id"] == "SK-01" and card["flow_pattern"] == "C1 -> V1 -> C2"
+    assert _error("get_pattern", {"id": "SK-99"})["code"] == "not_found"
+    tile_rules = _call("list_rules", {"prefix": "c-tile"})["rules"]
+    assert [r["id"] for r in tile_rules] == [f"C-TILE-{i:02d}" for i in range(1, 9)]
+    all_ids = {r["id"] for r in _call("list_rules", {})["rules"]}
+    assert {"C-API-06", "SK-01-R1"} <= all_ids
+    rule = _call("explain_rule", {"id": "c-tile-02"})
+    assert rule["kind"] == "constraint" and rule["owner"] == "constraints/tiling.yaml"
+    assert rule["parameters"]["align_bytes"] == 32
+    card_rule = _call("explain_rule", {"id": "SK-01-R1"})
+    assert card_rule["kind"] == "card" and card_rule["owner"] == "SK-01" and card_rule["level"] == "must"
+    assert _error("explain_rule", {"id": "C-TILE-99"})["code"] == "not_found"
+
+
+# --- errors ---
+
+
+@pytest.mark.parametrize(
+    ("stdin", "code", "field"),
+    [
+        ("{bad json", "invalid_input", None),
+        ("[1, 2]", "invalid_input", None),
+        ('{"spec_path": 3}', "invalid_input", "spec_path"),
+        ('{"spec_path": "x.yaml", "extra": 1}', "invalid_input", "(arguments)"),
+        ("{}", "invalid_input", "(arguments)"),
+        ('{"spec_path": "../outside.yaml"}', "path_outside_root", "spec_path"),
+        ('{"spec_path": "/etc/passwd"}', "path_outside_root", "spec_path"),
+        ('{"spec_path": "missing.yaml"}', "not_found", "spec_path"),
+    ],
+)
+def test_tool_call_errors_are_json_on_stdout_with_exit_2(stdin, code, field):
+    res = run_cli("tool", "call", "estimate_design", cwd=REPO, input=stdin)
+    assert res.returncode == 2
+    lines = res.stdout.splitlines()
+    assert len(lines) == 1, res.stdout
+    error = json.loads(lines[0])["error"]
+    assert error["code"] == code and error["message"]
+    if field is not None:
+        assert error["details"]["field"] == field
+    assert "Traceback" not in res.stdout + res.stderr
+
+
+def test_unknown_tool_and_input_file(tmp_path):
+    res = run_cli("tool", "call", "no_such_tool", cwd=REPO, input="{}")
+    assert res.returncode == 2 and json.loads(res.stdout)["error"]["code"] == "not_found"
+    request = tmp_path / "req.json"
+    request.write_text(json.dumps({"id": "SK-16"}))
+    res = run_cli("tool", "call", "get_pattern", "--input", str(request), cwd=REPO)
+    assert res.returncode == 0 and json.loads(res.stdout)["id"] == "SK-16"
+    res = run_cli("tool", "call", "get_pattern", "--input", str(tmp_path / "nope.json"), cwd=REPO)
+    assert res.returncode == 2 and json.loads(res.stdout)["error"]["code"] == "io_error"
+
+
+def test_empty_stdin_means_no_arguments():
+    res = run_cli("tool", "call", "list_patterns", cwd=REPO, input="")
+    assert res.returncode == 0 and len(json.loads(res.stdout)["patterns"]) >= 14
+
+
+def test_spec_errors_name_the_field_and_use_relative_paths(root):
+    bad = (root / "specs/dense_fa_8192.yaml").read_text().replace("head_dim: 128", "head_dim: 100")
+    (root / "bad.yaml").write_text(bad)
+    res = run_cli("tool", "call", "estimate_design", "--root", str(root), input='{"spec_path": "bad.yaml"}')
+    error = json.loads(res.stdout)["error"]
+    assert res.returncode == 2 and error["code"] == "spec_invalid"
+    assert "shape.head_dim" in error["message"] and error["message"].startswith("bad.yaml:")
+    assert str(root) not in res.stdout
+
+
+def test_symlinks_leaving_the_root_are_refused(root, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    shutil.copy(EXAMPLES / "dense_fa_8192.yaml", outside / "spec.yaml")
+    os.symlink(outside / "spec.yaml", root / "link.yaml")
+    os.symlink(outside, root / "linked_dir")
+    assert _error("estimate_design", {"spec_path": "link.yaml"}, root)["code"] == "path_outside_root"
+    assert _error("new_design", {"spec_path": "specs/dense_fa_8192.yaml", "out_dir": "linked_dir"},
+                  root)["code"] == "path_outside_root"
+    # a symlink below the output folder (eval/ -> outside) is refused before anything is written
+    (root / "op").mkdir()
+    os.symlink(outside, root / "op" / "eval")
+    error = _error("new_design", {"spec_path": "specs/dense_fa_8192.yaml", "out_dir": "op"}, root)
+    assert error["code"] == "path_outside_root" and error["details"]["path"] == "op/eval"
+    assert sorted(p.name for p in outside.iterdir()) == ["spec.yaml"]
+    # a symlink that stays inside the root is fine
+    os.symlink(root / "specs" / "dense_fa_8192.yaml", root / "inside.yaml")
+    assert _call("estimate_design", {"spec_path": "inside.yaml"}, root)["op_name"] == "dense_fa_8192"
+
+
+def test_spec_golden_outside_the_root_is_refused(root, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("golden_outside")
+    shutil.copy(REPO / "tests/goldens/dense_forward_golden.py", outside / "g.py")
+    spec = (root / "specs/dense_fa_8192.yaml").read_text() + f"golden: {outside / 'g.py'}\n"
+    (root / "specs/with_golden.yaml").write_text(spec)
+    error = _error("estimate_design", {"spec_path": "specs/with_golden.yaml"}, root)
+    assert error["code"] == "path_outside_root" and error["details"]["field"] == "golden"
+
+
+def test_size_limits(root):
+    (root / "big.yaml").write_text("# " + "x" * MAX_FILE_BYTES)
+    error = _error("estimate_design", {"spec_path": "big.yaml"}, root)
+    assert error["code"] == "too_large" and error["details"]["limit"] == MAX_FILE_BYTES
+    error = _error("validate_design", {"text": "x" * (MAX_TEXT_CHARS + 1)})
+    assert error["code"] == "too_large" and error["details"] == {
+        "field": "text", "schema_rule": "maxLength", "limit": MAX_TEXT_CHARS}
+    res = run_cli("tool", "call", "list_rules", cwd=REPO, input=" " * (MAX_REQUEST_BYTES + 1))
+    assert res.returncode == 2 and json.loads(res.stdout)["error"]["code"] == "too_large"
+
+
+@pytest.mark.parametrize("args", [{}, {"design_path": "a", "text": "b"}, {"design_path": "a", "interfaces_text": "b"}])
+def test_validate_design_needs_exactly_one_source(args):
+    assert _error("validate_design", args)["code"] == "invalid_input"
+
+
+def test_missing_root_is_not_found():
+    res = run_cli("tool", "call", "list_rules", "--root", "/no/such/folder", cwd=REPO, input="{}")
+    assert res.returncode == 2 and json.loads(res.stdout)["error"]["code"] == "not_found"
+
+
+def _fake_tool(monkeypatch, run):
+    from opdesign.tools_catalog import ListRulesInput, ListRulesResult
+
+    monkeypatch.setitem(TOOLS, "fake", Tool("fake", "test tool", ListRulesInput, lambda: ListRulesResult, run))
+
+
+def test_library_output_goes_to_stderr_and_bugs_become_internal_error(monkeypatch, capsys):
+    from opdesign.tools_catalog import ListRulesResult
+
+    def chatty(args, root):
+        print("progress line")
+        return ListRulesResult(rules=[])
+
+    _fake_tool(monkeypatch, chatty)
+    assert call_tool("fake", {}, REPO) == ({"rules": []}, True)
+    captured = capsys.readouterr()
+    assert captured.out == "" and "progress line" in captured.err
+
+    def broken(args, root):
+        raise KeyError("boom")
+
+    _fake_tool(monkeypatch, broken)
+    payload, ok = call_tool("fake", {}, REPO)
+    assert not ok and payload["error"]["code"] == "internal_error" and "KeyError" in payload["error"]["message"]
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_root_resolves_and_scrubs(tmp_path):
+    jail = Root(tmp_path)
+    assert jail.resolve("a/../b", "f") == tmp_path.resolve() / "b"
+    assert jail.scrub({"x": [f"{jail.path}/a.md: bad", str(jail.path)]}) == {"x": ["a.md: bad", "."]}
