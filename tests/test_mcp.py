@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,18 +16,9 @@ from opdesign.pipeline import plan_from_spec_file
 from opdesign.tools import tool_definitions
 
 DENSE = "specs/dense_fa_8192.yaml"
+NO_MCP = "the optional 'mcp' SDK is not installed (pip install 'opdesign[mcp]'); CI installs it"
 
-
-def _mcp_available() -> bool:
-    try:
-        import mcp.client.stdio  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_mcp = pytest.mark.skipif(not _mcp_available(), reason="the optional 'mcp' SDK is not installed "
-                                                             "(pip install 'opdesign[mcp]'); CI installs it")
+needs_mcp = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason=NO_MCP)
 
 
 async def _session_round(root):
@@ -90,3 +83,14 @@ def test_mcp_without_the_extra_exits_2_with_a_clear_message():
     assert res.returncode == 2
     assert res.stdout == ""
     assert "mcp_unavailable" in res.stderr and "pip install 'opdesign[mcp]'" in res.stderr
+
+
+@needs_mcp
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads VmRSS from /proc (Linux only)")
+def test_100_sequential_mcp_calls_keep_the_server_memory_flat():
+    spec = importlib.util.spec_from_file_location("bench_mcp", REPO / "benchmarks" / "bench_mcp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.run(calls=100)
+    assert figures["calls"] == 100 and figures["failures"] == []
+    assert figures["rss_growth_mb"] < 20, figures

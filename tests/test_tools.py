@@ -13,13 +13,14 @@ from jsonschema.validators import validator_for
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.pipeline import plan_from_spec_file
 from opdesign.tools import TOOLS, call_tool, tool_definitions
-from opdesign.tools_base import ERROR_CODES, MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool
+from opdesign.tools_base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
 
 TOOL_NAMES = {
     "spec_schema", "estimate_design", "new_design", "validate_design", "rank_candidates",
     "list_patterns", "get_pattern", "list_rules", "explain_rule", "estimate_golden",
 }  # fmt: skip
 DENSE = "examples/specs/dense_fa_8192.yaml"
+ERROR_SCHEMA = error_schema()
 
 
 def _check_output(name, payload):
@@ -36,8 +37,8 @@ def _call(name, args, root=REPO):
 
 def _error(name, args, root=REPO):
     payload, ok = call_tool(name, args, root)
-    assert not ok and set(payload) == {"error"}, payload
-    assert payload["error"]["code"] in ERROR_CODES
+    assert not ok, payload
+    validator_for(ERROR_SCHEMA)(ERROR_SCHEMA).validate(payload)
     return payload["error"]
 
 

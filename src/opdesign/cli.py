@@ -176,19 +176,29 @@ def rules(
     rule_id: str | None = typer.Argument(None, help="Show one rule, e.g. C-TILE-02; omit to list all."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """List the rule catalog (constraints C-TILE/LOOP/SYM/DATA/API), or show one rule in full."""
+    """List the rule catalog (constraints C-TILE/LOOP/SYM/DATA/API, then the validator's checks), or show one rule in full."""
+    from opdesign.validate.registry import all_rules, get_rule
+
     if rule_id is None:
-        rows = _catalog.rule_rows()
+        rows = _catalog.rule_rows() + [check.as_row() for check in all_rules().values()]
         if as_json:
             _echo_json(rows)
         for row in rows if not as_json else []:
             typer.echo(f"{row['id']:<11}{row['level']:<10}{row['text']}")
         return
+    check = get_rule(rule_id)
+    if check is not None and rule_id.strip().upper() not in _catalog.load_catalog().constraints:
+        from opdesign.validate.output import rule_text
+
+        typer.echo(json.dumps(check.as_dict(), indent=2, ensure_ascii=False) if as_json else rule_text(check.id))
+        return
     item = _catalog.load_catalog().constraint(rule_id)
     if as_json:
-        _echo_json(item.model_dump(mode="json"))
+        _echo_json({**item.model_dump(mode="json"), **({"check": check.as_dict()} if check else {})})
     else:
-        typer.echo(_constraint_text(item))
+        from opdesign.validate.output import rule_text
+
+        typer.echo(_constraint_text(item) + (f"\n\ncheck (opdesign validate): {rule_text(check.id)}" if check else ""))
 
 
 # === golden ===
@@ -212,6 +222,27 @@ def golden_cmd(
 
 
 # === validate ===
+
+
+@app.command("validate")
+def validate_cmd(
+    paths: list[str] = typer.Argument(..., help="DESIGN.md files or operator folders (a folder means its DESIGN.md)"),
+    fmt: str = typer.Option("text", "--format", help="text, json or sarif"),
+) -> None:
+    """Check DESIGN.md files and their eval/module_interfaces.yaml against the rules (`opdesign rules`).
+
+    Exit 0 when no error-level finding, 1 when any, 2 when an input is unusable
+    (missing, unreadable, binary, not UTF-8, larger than 5 MiB).
+    """
+    from opdesign.errors import InputError
+    from opdesign.validate import validate_paths
+    from opdesign.validate.output import FORMATTERS
+
+    if fmt not in FORMATTERS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
+    report = validate_paths(paths)
+    typer.echo(FORMATTERS[fmt](report), nl=False)
+    raise typer.Exit(report.exit_code)
 
 # === rank ===
 

@@ -1,8 +1,9 @@
 """Spec -> Plan for SK-01 forward attention: pure arithmetic, every number with its rule.
 
-Scope of this version: forward attention, contiguous KV, mask ``none`` or
-``causal``, MHA / GQA / MQA. Other variants raise :class:`SpecError` naming the
-field (they are planned, not silently approximated).
+SK-01 covers forward attention with mask ``none`` / ``causal`` /
+``sliding_window`` / ``tensor``, contiguous or paged KV (AT-17), no quantization
+or FP8 P·V (AT-08 / AT-06), MHA / GQA / MQA. ``mask: topk`` goes to SK-02 and
+``direction: backward`` to SK-16 (see :func:`estimate`).
 
 Numbers read from the catalog (never hard-coded here): SK-01 ``parameters``
 (performance-form thresholds, safe tiles), C-TILE-02 ``align_bytes``,
@@ -27,10 +28,11 @@ from opdesign.estimate_parts import (
     loop_rows,
     state_rows,
 )
-from opdesign.plan import Choice, Decision, Plan, Unroll
+from opdesign.estimate_variants import balance, choose_unroll, fp8_tolerance, kv_block_ranges, sk01_variant
+from opdesign.plan import Choice, Decision, Plan
 from opdesign.spec import Spec
 
-SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",)}
+SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor")}
 
 
 def _check_supported(spec: Spec) -> None:
@@ -51,22 +53,6 @@ def axis_hi(spec: Spec, name: str) -> int:
     return getattr(spec.shape, name)
 
 
-def causal_valid_blocks(seq_q: int, seq_kv: int, q_tile: int, kv_tile: int) -> list[int]:
-    """Valid KV blocks per q block under a causal mask (bottom-right aligned).
-
-    Query row ``r`` sees KV columns ``c <= r + seq_kv - seq_q``; a block is
-    valid when it holds at least one visible column (FAI load balance, domain.md §7).
-    """
-    offset = seq_kv - seq_q
-    kv_tiles = ceil(seq_kv / kv_tile)
-    out = []
-    for i in range(ceil(seq_q / q_tile)):
-        last_row = min((i + 1) * q_tile, seq_q) - 1
-        visible = last_row + offset + 1
-        out.append(0 if visible <= 0 else min(kv_tiles, ceil(visible / kv_tile)))
-    return out
-
-
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
     align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
     safe = sk01.param("safe_cube_tile")
@@ -75,7 +61,7 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
         per_head = sk01.param("perf_q_tiles_per_head")
         q_tile = budget.align_up(ceil(sq / per_head), align)
         max_static = sk01.param("static_kv_max_tiles")
-        kv_tile = budget.align_up(ceil(skv / max_static), safe)
+        kv_tile = budget.align_up(ceil(skv / max_static), max(safe, spec.shape.block_size or 1))
         return q_tile, kv_tile, [
             Decision(name="q_tile", value=q_tile, basis=f"align16(ceil(seq_q {sq} / {per_head})): at most {per_head} Q tiles per (batch, head)",
                      source="SK-01 perf invariant 1"),
@@ -84,6 +70,15 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
         ]
     q_tile = min(safe, budget.align_up(sq, align))
     kv_tile = min(safe, budget.align_up(skv, align))
+    if spec.kv_cache == "paged":
+        kv_tile = budget.align_up(kv_tile, spec.shape.block_size)
+        return q_tile, kv_tile, [
+            Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
+                     source="SK-01 safe baseline"),
+            Decision(name="kv_tile", value=kv_tile,
+                     basis=f"min(safe tile {safe}, seq_kv hi {skv}) rounded up to whole pages of block_size {spec.shape.block_size}",
+                     source="SK-01 safe baseline, AT-17 (a KV tile gathers whole pages)"),
+        ]
     return q_tile, kv_tile, [
         Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
                  source="SK-01 safe baseline, FAI BLOCK_BASE_SIZE 128"),
@@ -156,7 +151,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     )
     q_tile, kv_tile, tile_decisions = _tiles(spec, form, sk01)
     q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
-    kv_loop = "range" if form == "performance" else "pypto.loop"
+    variant = sk01_variant(spec)
 
     cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
     while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
@@ -174,16 +169,20 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
             "shape: no legal tiling: " + "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over)
             + " (C-TILE-03)"
         )
-    exp = expansion(q_tile, kv_tile, s.head_dim, vec, kv_tiles if kv_loop == "range" else 1)
+    unroll = choose_unroll(spec, sk01, variant, kv_tile, form)
+    kv_loop = "range" if form == "performance" else ("loop_unroll" if unroll.unroll_factor > 1 else "pypto.loop")
+    exp = expansion(q_tile, kv_tile, s.head_dim, vec, kv_tiles if kv_loop == "range" else 1,
+                    fp8=spec.quant == "fp8")
 
     root_count = s.batch * s.num_heads * q_tiles
-    if spec.mask == "causal":
-        valid = causal_valid_blocks(s.seq_q, s.seq_kv, q_tile, kv_tile)
-        task_count = s.batch * s.num_heads * sum(valid)
-        task_basis = f"batch x num_heads x sum(valid kv blocks per q block {valid})"
-    else:
-        task_count = root_count * kv_tiles
-        task_basis = f"root_count {root_count} x kv_tiles {kv_tiles}"
+    ranges = kv_block_ranges(spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)
+    per_q_block = [n for _, n in ranges]
+    task_count = s.batch * s.num_heads * sum(per_q_block)
+    task_basis = (f"root_count {root_count} x kv_tiles {kv_tiles}" if spec.mask in ("none", "tensor")
+                  else f"batch x num_heads x sum(valid kv blocks per q block {per_q_block})")
+    bal = None
+    if spec.mask in ("causal", "sliding_window"):
+        bal = balance(per_q_block * (s.batch * s.num_heads), device.aic_cores)
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, q_tile {q_tile})", source="SK-01 loop nest"),
@@ -197,20 +196,17 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
                  basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
     ]
-    unroll = Unroll(
-        candidates=list(sk01.unroll_candidates.get("default", [1])),
-        unroll_factor=1,
-        unroll_list=[1],
-        remainder_rule=(
-            "no remainder: the static range traces every KV tile" if kv_loop == "range"
-            else "factor 1 divides every kv_tiles count; larger factors are tuning candidates and need a list covering each remainder"
-        ),
-        reason=(
-            "FA MHA variant keeps one KV-loop factor; start from 1 (C-LOOP-05)" if kv_loop != "range"
-            else "performance form: static Python range over <= 8 KV tiles, no unroll_list (SK-01 perf invariant 2)"
-        ),
-        source="SK-01 unroll candidates, C-LOOP-05",
-    )
+    if spec.kv_cache == "paged":
+        bs = s.block_size
+        counts.append(Decision(name="seq_kv_paged", value=budget.align_up(s.seq_kv, bs),
+                               basis=f"RoundUp(seq_kv {s.seq_kv}, block_size {bs}): tiling statistics count whole pages",
+                               source="FAI paged attention (domain.md §7), AT-17"))
+        counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=f"kv_tile {kv_tile} // block_size {bs}",
+                               source="AT-17 (block_num pages per tile)"))
+    if bal is not None:
+        counts.append(Decision(name="core_imbalance", value=bal.imbalance,
+                               basis=f"max / mean valid KV blocks per core over {bal.cores} cores",
+                               source="FAI load balance (domain.md §7)"))
     config, entries = config_entries(spec, sk01)
     primary, outputs, modules = interfaces(spec)
     if golden_module_count is not None:
@@ -219,7 +215,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_count = 1
         module_reason = ("no golden given; SK-01 keeps C1 -> V1 -> C2 and the online-softmax state in one "
                          "module (the softmax chain and the state it carries belong together)")
-    rtol, atol = spec.tolerance
+    rtol, atol = fp8_tolerance(*spec.tolerance) if spec.quant == "fp8" else spec.tolerance
     return Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
         kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
@@ -246,6 +242,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         ],
         dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+        variant=variant, balance=bal, block_size=s.block_size, window=s.window,
         **overrides,
     )
 
@@ -258,6 +255,12 @@ def _atoms(spec: Spec, cat) -> list[Choice]:
         ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape"),
         ("AT-21", "sub-graph scopes keep the softmax chain in one vector graph"),
     ]
+    if spec.kv_cache == "paged":
+        picks.append(("AT-17", f"paged KV: gather the pages of each KV tile through block_table "
+                               f"(block_size {spec.shape.block_size}), negative ids clamped to 0 (SK-01-R7)"))
+    if spec.quant == "fp8":
+        picks.append(("AT-08", "quantise P per row to FP8 E4M3 between V1 and C2 (SK-01-R8)"))
+        picks.append(("AT-06", "dequantise the C2 product by the P row scale and the V channel scale (SK-01-R8)"))
     return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
 
 
@@ -268,8 +271,12 @@ def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[st
     if s.seq_q % q_tile or s.seq_kv % kv_tile:
         out.append(f"tails: seq_q {s.seq_q} mod q_tile {q_tile} = {s.seq_q % q_tile}, seq_kv {s.seq_kv} mod kv_tile {kv_tile} = "
                    f"{s.seq_kv % kv_tile}; padded rows/columns must not reach the row max or row sum (AT-20).")
-    if spec.mask == "causal":
-        out.append("causal mask: q blocks see different numbers of KV blocks, so per-core work is uneven (FAI load balance).")
+    if spec.mask in ("causal", "sliding_window"):
+        out.append(f"{spec.mask} mask: q blocks see different numbers of KV blocks, so per-core work is uneven "
+                   "(FAI load balance; see the balance table).")
+    if spec.mask in ("causal", "sliding_window"):
+        out.append("the in-block mask helpers of the pseudocode (causal_fill / window_fill) are written against a generic "
+                   "triangular-mask API: map them to the mask primitive of the target PyPTO release.")
     if form == "performance":
         out.append("performance form: breaking any SK-01 invariant (Q_TILE = seq_q/2, static K range, SSA state, "
                    "sg_set_scope(6) chain, column-wise l/m) voids it; fall back to the safe baseline.")

@@ -25,6 +25,9 @@ from opdesign.spec import Spec
 # the accumulator rescale after C2, FAI "RescaleO").
 V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
 V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
+# AT-08 before C2 (row amax, scale, cast to FP8) and AT-06 after it (two dequant multiplies).
+FP8_V1_OPS = (("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
+FP8_V2_OPS = (("mul_p_inv_scale", 2), ("mul_v_channel_scale", 2))
 NP_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
@@ -68,28 +71,33 @@ def _l0_for(l1: int, cap: int, align: int) -> int:
     return l1
 
 
-def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01: Card) -> dict[str, CubeTile]:
+def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01: Card,
+                      qk_tile: int | None = None, pv_tile: int | None = None) -> dict[str, CubeTile]:
     """C1 (S = Q K^T: m=q rows, k=head_dim, n=kv cols) and C2 (O = P V: m=q rows, k=kv, n=head_dim).
 
     Safe baseline: ``[128, 128]`` per axis clipped to the tile (SK-01 safe form).
     Performance form: the K side of C2 doubles its L1 tile (fewer, larger PV
     loads: FAI tuning "larger kvSeqBase"). C1's k L1 equals head_dim
     (FAI ``L1TileShape::K = head_dim``). All axes satisfy C-TILE-05.
+    A cost-model candidate (:mod:`opdesign.costmodel`) passes ``qk_tile`` (the
+    L0 = L1 tile of C1's m and n and of C2's m, replacing the safe tile) and
+    ``pv_tile`` (C2's k L1 tile); both default to the rule above.
     """
     safe = sk01.param("safe_cube_tile")
     align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
     d = spec.shape.head_dim
-    m1 = min(safe, budget.align_up(q_tile, align))
-    n1 = min(safe, budget.align_up(kv_tile, align))
-    k_c2 = min(2 * safe if form == "performance" else safe, budget.align_up(kv_tile, align))
+    qk = qk_tile or safe
+    m1 = min(qk, budget.align_up(q_tile, align))
+    n1 = min(qk, budget.align_up(kv_tile, align))
+    k_c2 = min(pv_tile or (2 * safe if form == "performance" else safe), budget.align_up(kv_tile, align))
     d_l1 = budget.align_up(d, align)
     dt = spec.dtype
-    ax = lambda l1: (_l0_for(l1, safe, align), l1)  # noqa: E731
+    ax = lambda l1, cap=safe: (_l0_for(l1, cap, align), l1)  # noqa: E731
     return {
-        "C1": CubeTile(stage="C1", m=ax(m1), k=ax(d_l1), n=ax(n1), operand_dtype=dt,
+        "C1": CubeTile(stage="C1", m=ax(m1, qk), k=ax(d_l1), n=ax(n1, qk), operand_dtype=dt,
                        reason="m: q rows, k: head_dim (L1 = head_dim, FAI), n: kv columns; [L0, L1] per C-TILE-05"),
-        "C2": CubeTile(stage="C2", m=ax(m1), k=ax(k_c2), n=ax(d_l1), operand_dtype=dt,
-                       reason="m: q rows, k: kv columns of P, n: head_dim; P cast to the input dtype before C2 (C-API-02)"),
+        "C2": CubeTile(stage="C2", m=ax(m1, qk), k=ax(k_c2), n=ax(d_l1), operand_dtype="fp8" if spec.quant == "fp8" else dt,
+                       reason="m: q rows, k: kv columns of P, n: head_dim; P and V share the operand dtype (C-API-02)"),
     }
 
 
@@ -104,16 +112,8 @@ def choose_vec_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, cube: dic
     """
     lo, hi = sk01.param("safe_vec_range")
     d = spec.shape.head_dim
-    cols_v2 = min(budget.align_up(d, 16), 128)
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
-
-    def tiles(r: int, c: int) -> dict[str, VecTile]:
-        return {
-            "V1": VecTile(stage="V1", shape=(r, c), dtype="fp32", view=(q_tile, kv_tile),
-                          reason="softmax chain on S in FP32; columns 16-aligned for the FP32 ops and the P cast (C-TILE-02)"),
-            "V2": VecTile(stage="V2", shape=(r, cols_v2), dtype="fp32", view=(q_tile, d),
-                          reason="accumulator rescale on [q_tile, head_dim] in FP32 (C-TILE-08: new shape, new TileShape)"),
-        }
+    tiles = lambda r, c: vec_tiles(spec, q_tile, kv_tile, r, c)  # noqa: E731
 
     if form == "baseline":
         return tiles(min(lo, q_tile) if q_tile >= 16 else 16, min(hi, budget.align_up(kv_tile, 16)))
@@ -131,11 +131,29 @@ def choose_vec_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, cube: dic
     return best[1] if best else tiles(lo, min(hi, kv_tile))
 
 
-def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int) -> Expansion:
+def vec_cols_v2(head_dim: int) -> int:
+    """Columns of the V2 tile: ``min(align16(head_dim), 128)`` (C-TILE-02 for FP32 and the output cast)."""
+    return min(budget.align_up(head_dim, 16), 128)
+
+
+def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> dict[str, VecTile]:
+    """V1 ``[rows, cols]`` over the ``[q_tile, kv_tile]`` scores and V2 ``[rows, vec_cols_v2]`` over ``[q_tile, head_dim]``."""
+    d = spec.shape.head_dim
+    return {
+        "V1": VecTile(stage="V1", shape=(rows, cols), dtype="fp32", view=(q_tile, kv_tile),
+                      reason="softmax chain on S in FP32; columns 16-aligned for the FP32 ops and the P cast (C-TILE-02)"),
+        "V2": VecTile(stage="V2", shape=(rows, vec_cols_v2(d)), dtype="fp32", view=(q_tile, d),
+                      reason="accumulator rescale on [q_tile, head_dim] in FP32 (C-TILE-08: new shape, new TileShape)"),
+    }
+
+
+def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int,
+              fp8: bool = False) -> Expansion:
     """Per-op ``ceil(view / tile) x (1 + inputs)`` for V1 and V2 (C-TILE-04 / quick-reference formula)."""
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
     ops = []
-    for stage, table in (("V1", V1_OPS), ("V2", V2_OPS)):
+    tables = (("V1", V1_OPS + (FP8_V1_OPS if fp8 else ())), ("V2", V2_OPS + (FP8_V2_OPS if fp8 else ())))
+    for stage, table in tables:
         t = vec[stage]
         n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
         ops += [ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)) for name, k in table]
@@ -147,9 +165,9 @@ def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile],
 def config_entries(spec: Spec, sk01: Card) -> tuple[dict[str, dict[str, Any]], list[ConfigEntry]]:
     """pass_options / runtime_options from the SK-01 card's configuration recommendations.
 
-    The first recommendation of each key without a ``when`` condition is taken;
-    ``ready_on_host_tensors`` is left out for contiguous KV (the card requires it
-    for paged / incremental control flow only).
+    The first recommendation of each key without a ``when`` condition is taken.
+    Paged KV adds ``ready_on_host_tensors`` (required for paged control flow) and
+    the deeper ``vec_nbuffer_setting`` of the card (``vec_nbuffer_paged_sparse_max``).
     """
     config: dict[str, dict[str, Any]] = {"pass_options": {}, "runtime_options": {}}
     entries: list[ConfigEntry] = []
@@ -158,12 +176,21 @@ def config_entries(spec: Spec, sk01: Card) -> tuple[dict[str, dict[str, Any]], l
         group, _, name = rec.key.partition(".")
         if group not in config or rec.key in seen or rec.when or rec.status not in ("required", "recommended"):
             continue
-        if name == "ready_on_host_tensors" and spec.kv_cache == "contiguous":
-            continue
         seen.add(rec.key)
         config[group][name] = rec.value
         entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose=rec.purpose,
                                    source=f"{sk01.id} configuration"))
+    if spec.kv_cache == "paged":
+        rec = next(r for r in sk01.config if r.key == "runtime_options.ready_on_host_tensors")
+        config["runtime_options"]["ready_on_host_tensors"] = list(rec.value)
+        entries.append(ConfigEntry(key=rec.key, value=list(rec.value), status="required", purpose=rec.purpose,
+                                   source=f"{sk01.id} configuration ({rec.when})"))
+        deep = sk01.param("vec_nbuffer_paged_sparse_max")
+        config["pass_options"]["vec_nbuffer_setting"] = dict(deep)
+        for i, e in enumerate(entries):
+            if e.key == "pass_options.vec_nbuffer_setting":
+                entries[i] = e.model_copy(update={"value": dict(deep),
+                                                  "purpose": e.purpose + " Paged KV lengthens V1 with the page gather."})
     return config, entries
 
 
@@ -176,20 +203,32 @@ def interfaces(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec], list[Mod
     """Primary inputs (golden signature order), final outputs and the module list (CANNBot format)."""
     dt = NP_DTYPE[spec.dtype]
     q = TensorSpec(name="q", shape=_qkv_shape(spec, "num_heads", "seq_q"), dtype=dt)
-    k = TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt)
-    v = TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt)
+    if spec.kv_cache == "paged":
+        cache = ["num_blocks", "block_size", "num_kv_heads", "head_dim"]
+        inputs = [q, TensorSpec(name="k_cache", shape=cache, dtype=dt),
+                  TensorSpec(name="v_cache", shape=cache, dtype="int8" if spec.quant == "fp8" else dt),
+                  TensorSpec(name="block_table", shape=["batch", "max_blocks_per_seq"], dtype="int32"),
+                  TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32")]
+    else:
+        v_dt = "int8" if spec.quant == "fp8" else dt
+        inputs = [q, TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt),
+                  TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=v_dt)]
+    if spec.quant == "fp8":  # FP8 E4M3 bytes travel as int8; one FP32 scale per V channel
+        inputs.append(TensorSpec(name="v_scale", shape=["batch", "num_kv_heads", "head_dim"], dtype="float32"))
+    if spec.mask == "tensor":
+        inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
     out = TensorSpec(name="attn_out", shape=q.shape, dtype=dt)
     module = Module(
         id=1, name=f"{spec.op_name}_sk01",
         description="C1 QK^T -> V1 online softmax -> C2 PV over KV tiles, FP32 state, cast on the last block",
-        inputs=[{"name": t.name, "source": "primary"} for t in (q, k, v)],
+        inputs=[{"name": t.name, "source": "primary"} for t in inputs],
         outputs=[{"name": out.name, "shape": out.shape, "dtype": out.dtype}],
     )
-    return [q, k, v], [out], [module]
+    return inputs, [out], [module]
 
 
 def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:
-    kv_construct = "Python range (static, <= 8 tiles)" if kv_loop == "range" else "pypto.loop"
+    kv_construct = {"range": "Python range (static, <= 8 tiles)", "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
     return [
         LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
         LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",

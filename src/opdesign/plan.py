@@ -277,7 +277,8 @@ class Plan(_Model):
                 "capacity_bytes": self.ub_budget.capacity_bytes,
             },
             "l1_budget": {"total_bytes": self.l1_budget.total_bytes, "capacity_bytes": self.l1_budget.capacity_bytes},
-            "cube_nbuffer": self.config["pass_options"].get("cube_nbuffer_setting", {}).get(-1, 1),
+            # the deepest cube buffering of any stage ({-1: n} default or a per-stage key such as SK-02's {1: 2})
+            "cube_nbuffer": max(self.config["pass_options"].get("cube_nbuffer_setting", {}).values(), default=1),
             "expansion": {"max_per_op": self.expansion.max_per_op, "limit": self.expansion.limit},
             "form_checks": {c.id: c.passed for c in self.form_checks},
             "module_count": self.module_count,

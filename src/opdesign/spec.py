@@ -75,7 +75,12 @@ class ShapeOverride(_Strict):
     window: ShapeInt | None = None
 
 
-AxisName = Literal["batch", "seq_q", "seq_kv", "num_heads", "num_kv_heads"]
+# The three reasons SK-16 accepts for a two-pass backward (keys of the SK-16
+# card's ``parameters.two_pass_reasons``; a test keeps both in step).
+TwoPassReason = Literal["no_atomic_add", "deterministic_reduction", "no_prezero_output"]
+# ``topk`` as a dynamic axis: the top-k count itself is only known at run time
+# (not a compile-time constant), which rules out SK-02 (condition 1).
+AxisName = Literal["batch", "seq_q", "seq_kv", "num_heads", "num_kv_heads", "topk"]
 
 
 class DynamicAxis(_Strict):
@@ -138,7 +143,9 @@ class Spec(_Strict):
     performance: Performance | None = None
     typical_configs: list[TypicalConfig] = Field(min_length=1)
     golden: str | None = Field(None, description="path of the golden .py, relative to the SPEC")
-    two_pass_reason: str | None = Field(None, description="backward only: why two passes (SK-16)")
+    two_pass_reason: TwoPassReason | None = Field(
+        None, description="backward only: why two passes instead of SK-16's single pass (keys of the "
+        "SK-16 card's parameters.two_pass_reasons)")
 
     @field_validator("op_name")
     @classmethod
@@ -177,6 +184,8 @@ class Spec(_Strict):
         for (field, value), dim in needs.items():
             if getattr(self, field) == value and getattr(self.shape, dim) is None:
                 raise _FieldError(f"shape.{dim}", f"required when {field} is {value!r}")
+        if any(a.name == "topk" for a in self.dynamic_axes) and self.mask != "topk":
+            raise _FieldError("dynamic_axes", "a topk axis needs mask: topk")
         if self.softmax_stats_input and self.direction != "backward":
             raise _FieldError("softmax_stats_input", "only meaningful with direction: backward (forward l/m as inputs)")
         if self.two_pass_reason is not None and self.direction != "backward":

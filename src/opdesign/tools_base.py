@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError
 
@@ -45,6 +45,27 @@ ERROR_CODES: dict[str, str] = {
     "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
     "internal_error": "a bug or a missing opdesign component; the message says which",
 }
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable machine-readable code, a key of ERROR_CODES")
+    message: str = Field(description="for people: what is wrong, naming the field or path")
+    details: Any = Field(None, description="structured extras (field, path, limit, known ids ...) or null")
+
+
+class ErrorPayload(BaseModel):
+    """What a failed call returns instead of its result: ``{"error": {code, message, details}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorBody
+
+
+def error_schema() -> dict[str, Any]:
+    """JSON Schema of a failed call's answer; ``code`` is one of :data:`ERROR_CODES`."""
+    schema = ErrorPayload.model_json_schema()
+    schema["$defs"]["ErrorBody"]["properties"]["code"]["enum"] = list(ERROR_CODES)
+    return schema
 
 
 class ToolIOError(OpdesignError):

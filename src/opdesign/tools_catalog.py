@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from opdesign.errors import NotFoundError
-from opdesign.tools_base import Root, Tool, ToolInput, ToolOutput
+from opdesign.tools_base import Root, Tool, ToolInput, ToolOutput, require_library
 
 RULE_ID = Field(min_length=1, max_length=64, description="rule id, e.g. C-TILE-02 or SK-01-R3")
 _CARD_RULE = re.compile(r"^((?:SK|AT)-\d{2})-R\d+$", re.IGNORECASE)
@@ -79,30 +79,29 @@ class RuleRow(ToolOutput):
     level: str
     text: str
     source: str
-    kind: str = Field(description="where the rule lives: constraint, card or validator")
+    kind: str = Field(description="constraint (table entry), card (SK/AT card rule) or check (validator rule)")
+    family: str | None = Field(None, description="validator family of a check: document, interfaces, numbers, "
+                                                 "pseudocode")
 
 
 class ListRulesResult(ToolOutput):
     rules: list[RuleRow]
 
 
+def _checks() -> dict[str, Any]:
+    """The validator's registered checks by id (``opdesign.validate.registry``)."""
+    return require_library("opdesign.validate.registry", "all_rules")()
+
+
 def _rule_rows() -> list[dict[str, Any]]:
-    """The rows ``opdesign rules`` prints: constraints, card rules, then validator rules when available."""
+    """Constraint rows (as ``opdesign rules``), then card rules, then validator checks."""
     from opdesign.catalog import load_catalog, rule_rows
 
     rows = list(rule_rows())
     for card in load_catalog().cards.values():
         rows += [{"id": r.id, "level": r.level, "text": r.text, "source": card.source, "kind": "card"}
                  for r in card.rules]
-    return rows + _validator_rows()
-
-
-def _validator_rows() -> list[dict[str, Any]]:
-    try:
-        from opdesign.validate import rule_rows as validator_rule_rows
-    except ImportError:
-        return []
-    return [dict(row, kind=row.get("kind", "validator")) for row in validator_rule_rows()]
+    return rows + [check.as_row() for check in _checks().values()]
 
 
 def _list_rules(args: ListRulesInput, root: Root) -> ListRulesResult:
@@ -114,9 +113,21 @@ class ExplainRuleInput(ToolInput):
     id: str = RULE_ID
 
 
+class CheckInfo(ToolOutput):
+    """How the validator checks the rule (ruff-style: what, why, a bad and a good example)."""
+
+    family: str
+    level: str
+    message: str
+    explanation: str
+    bad: str = Field(description="a DESIGN.md / interface snippet the check reports")
+    good: str = Field(description="what to write instead")
+    needs_block: bool = Field(description="the check needs the opdesign: block of the DESIGN.md front matter")
+
+
 class RuleInfo(ToolOutput):
     id: str
-    kind: str = Field(description="constraint, card or validator")
+    kind: str = Field(description="constraint, card or check (a validator rule with no catalog entry)")
     level: str
     text: str = Field(description="the rule")
     consequence: str | None = Field(None, description="what goes wrong when it is broken")
@@ -124,6 +135,7 @@ class RuleInfo(ToolOutput):
     source: str
     parameters: dict[str, Any] = Field(default_factory=dict, description="thresholds the check reads")
     owner: str | None = Field(None, description="the card (SK/AT id) or table file the rule belongs to")
+    check: CheckInfo | None = Field(None, description="the validator check of this id, when there is one")
 
 
 def _explain_rule(args: ExplainRuleInput, root: Root) -> RuleInfo:
@@ -131,19 +143,21 @@ def _explain_rule(args: ExplainRuleInput, root: Root) -> RuleInfo:
 
     rule_id = args.id.strip().upper()
     catalog = load_catalog()
+    found = _checks().get(rule_id)
+    check = CheckInfo(**{k: v for k, v in found.as_dict().items() if k in CheckInfo.model_fields}) if found else None
+    card_match = _CARD_RULE.match(rule_id)
     if rule_id in catalog.constraints:
         c = catalog.constraint(rule_id)
         return RuleInfo(id=c.id, kind="constraint", level=c.level, text=c.rule, consequence=c.consequence,
-                        when=c.when, source=c.source, parameters=c.parameters, owner=c.path)
-    match = _CARD_RULE.match(rule_id)
-    if match and match.group(1) in catalog.cards:
-        card = catalog.card(match.group(1))
+                        when=c.when, source=c.source, parameters=c.parameters, owner=c.path, check=check)
+    if card_match and card_match.group(1) in catalog.cards:
+        card = catalog.card(card_match.group(1))
         r = card.rule(rule_id)
         return RuleInfo(id=r.id, kind="card", level=r.level, text=r.text, consequence=r.consequence,
-                        when=r.when, source=card.source, owner=card.id)
-    for row in _validator_rows():
-        if row["id"].upper() == rule_id:
-            return RuleInfo(**{k: v for k, v in row.items() if k in RuleInfo.model_fields})
+                        when=r.when, source=card.source, owner=card.id, check=check)
+    if check is not None:
+        return RuleInfo(id=rule_id, kind="check", level=check.level, text=check.message, source=found.source,
+                        check=check)
     raise NotFoundError(f"unknown rule {args.id!r}; list_rules gives every id", {"id": args.id})
 
 
@@ -164,16 +178,17 @@ CATALOG_TOOLS = (
     ),
     Tool(
         "list_rules",
-        "List every rule opdesign checks: constraint table entries (C-TILE, C-LOOP, C-SYM, C-DATA, C-API), "
-        "pattern card rules (SK-xx-Rn, AT-xx-Rn) and validator rules, each with id, level, one-line text, "
-        "source and kind. Filter by id prefix. Use explain_rule for the full entry of one id.",
+        "List every rule opdesign knows: constraint table entries (C-TILE, C-LOOP, C-SYM, C-DATA, C-API), "
+        "pattern card rules (SK-xx-Rn, AT-xx-Rn) and validator checks (OD-DOC, OD-IF, OD-NUM, OD-PC and the "
+        "constraint or card ids they enforce), each with id, level, one-line text, source and kind. Filter by id "
+        "prefix. Use explain_rule for the full entry of one id.",
         ListRulesInput, lambda: ListRulesResult, _list_rules,
     ),
     Tool(
         "explain_rule",
         "Explain one rule by id (as given in a validate_design finding): what it requires, when it applies, "
-        "what breaks when it is violated, its source and the thresholds it uses. Read it before fixing a "
-        "finding you do not understand.",
+        "what breaks when it is violated, its source, the thresholds it uses and, for a validator check, a bad "
+        "and a good example. Read it before fixing a finding you do not understand.",
         ExplainRuleInput, lambda: RuleInfo, _explain_rule,
     ),
 )

@@ -109,9 +109,17 @@ class Document:
     fences: list[Fence] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     directives: list[Directive] = field(default_factory=list)
+    front_end: int = 0  # file line of the closing '---' (0 without front matter)
 
     def chapter_heading(self, key: str) -> Heading | None:
         return next((h for h in self.headings if h.chapter == key), None)
+
+    def prose_lines(self) -> list[tuple[int, str]]:
+        """(file line, raw text) of every line outside the front matter and fenced code."""
+        hidden: set[int] = set(range(1, self.front_end + 1))
+        for fence in self.fences:
+            hidden.update(range(fence.first_line - 1, fence.first_line + len(fence.content.splitlines()) + 1))
+        return [(n, text) for n, text in enumerate(self.lines, start=1) if n not in hidden]
 
     def find_line(self, needle: str, start: int = 1) -> int | None:
         """First file line (>= ``start``) containing ``needle``."""
@@ -190,6 +198,8 @@ def parse(text: str) -> Document:
     """Parse DESIGN.md text (already decoded) into a :class:`Document`."""
     tokens = _parser().parse(text)
     doc = Document(text=text, lines=text.splitlines(), front=_front_matter(text, tokens))
+    if doc.front.closed:
+        doc.front_end = tokens[0].map[1]
     chapter: str | None = None
     chapter_level = 0
     section = ""

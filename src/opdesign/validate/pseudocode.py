@@ -287,3 +287,53 @@ def read_program(doc: Document) -> Program | None:
         error = (fence.first_line + max(lineno, 1) - 1, message)
     return Program(fence=fence, parsed=parsed, syntax_error=error, nodes=nodes, kernel=_kernel(nodes),
                    constants=_constants(nodes))
+
+
+@dataclass
+class Scopes:
+    """``sg_set_scope`` analysis (AT-21): the scope each call runs in, and scopes never closed."""
+
+    of_call: dict[int, int | None]  # id(call) -> open scope value (None: outside any scope)
+    unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
+
+
+def scopes(program: Program) -> Scopes:
+    """Walk the statements in order: ``sg_set_scope(n)`` opens, ``sg_set_scope(-1)`` closes.
+
+    A scope still open at a matmul, at another ``sg_set_scope(n)``, on entering
+    or leaving a loop body, or at the end of a function is reported once (at
+    the line that opened it) and treated as closed from there on.
+    """
+    result = Scopes(of_call={}, unclosed=[])
+
+    def close(state: list, why: str) -> None:
+        if state[0] is not None:
+            result.unclosed.append((state[0][1], state[0][0], why))
+            state[0] = None
+
+    def visit(nodes: list[Node], state: list) -> None:
+        for node in nodes:
+            for call in node.calls():
+                name = call_name(call)
+                if name == "matmul":
+                    close(state, f"before the matmul at line {program.call_line(call, node)}")
+                result.of_call[id(call)] = state[0][0] if state[0] else None
+                if name == "sg_set_scope" and call.args:
+                    value = int_value(call.args[0], program.constants)
+                    if value == -1:
+                        state[0] = None
+                    else:
+                        close(state, f"before sg_set_scope at line {program.call_line(call, node)}")
+                        state[0] = (value, program.call_line(call, node))
+            if node.kind in ("for", "while", "def"):
+                close(state, f"before the loop at line {node.line}" if node.kind != "def" else "before the function")
+                inner: list = [None]
+                visit(node.body, inner)
+                close(inner, "by the end of the loop body" if node.kind != "def" else "by the end of the function")
+            else:
+                visit(node.body, state)
+
+    top: list = [None]
+    visit(program.nodes, top)
+    close(top, "by the end of the code")
+    return result

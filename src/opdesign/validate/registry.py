@@ -23,7 +23,8 @@ from opdesign.validate.pseudocode import Program
 from opdesign.validate.yamlsafe import Loaded
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
-RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_perf", "rules_pseudocode")
+RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_budget", "rules_perf",
+                "rules_pseudocode")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,408 @@
+"""Spec -> Plan for SK-16 single-pass attention backward: dQ, dK, dV from q, k, v, o, dO and the forward l, m.
+
+Decisions and their sources (numbers come from the catalog, never hard-coded):
+
+* Skeleton: SK-16 "When" -- backward, forward ``l``/``m`` are inputs,
+  ``matmul_count >= min_matmul_count`` (two matmuls in C1, three in C2). The
+  three conditions are ``skeleton_checks`` rows; a failed one raises
+  :class:`SpecError` naming it (a backward that computes its own statistics
+  is not planned by this version).
+* Passes: single pass by default (SK-16-R1); two passes only with a
+  ``two_pass_reason`` of the SPEC, one of the card's ``two_pass_reasons``
+  (SK-16-R11). Task count ``batch x heads x ceil(sq/Q_TILE) x ceil(skv/KV_TILE)
+  x passes`` (SK-16 body); causal counts only the KV blocks a Q tile sees.
+* Tiles: square ``Q_TILE = KV_TILE`` so one C2 TileShape serves dV = P^T dO,
+  dQ = dS K and dK = dS^T Q (each has m, k in {Q_TILE, KV_TILE}); start from
+  the SK-01 safe baseline 128 and halve until UB, L1 and L0 fit (C-TILE-03).
+* UB (per vector sub-block): forward statistics rows, the two C1 results
+  (S, dP) and the two V2 inputs (dQ, dK) double-buffered like the FAI result
+  buffers, the BF16 casts of P and dS (SK-16-R9), the largest vector op
+  (C-TILE-03 per-op formula) and, for two passes, the UB accumulators.
+* Configuration: the SK-16 card's runtime/pass options (stitch 512,
+  sched_mode 3, l1_reuse); ``max_workspace_kb`` on a3 (the card's A3 value).
+"""
+
+from __future__ import annotations
+
+from math import ceil, sqrt
+from typing import Any
+
+from opdesign import budget
+from opdesign.catalog import Card, DeviceProfile, load_catalog
+from opdesign.errors import SpecError
+from opdesign.estimate import axis_hi
+from opdesign.estimate_parts import NP_DTYPE, choose_cube_tiles
+from opdesign.estimate_variants import kv_block_ranges
+from opdesign.plan import (
+    Budget, BudgetItem, Choice, ConfigEntry, CubeTile, Decision, Expansion, ExpansionOp, FormCheck,
+    LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
+)  # fmt: skip
+from opdesign.spec import Spec
+
+SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
+# Vector ops per stage with their input counts, and the view each runs on
+# ("s": [Q_TILE, KV_TILE] scores, "d": [tile, head_dim] rows). SK-16 stage table
+# (domain.md §4); D = rowsum(O * dO) is loop-invariant over s2 and hoisted.
+V1_OPS = (("muls_scale", 1, "s"), ("sub_m", 2, "s"), ("exp", 1, "s"), ("div_l", 2, "s"), ("sub_delta", 2, "s"),
+          ("mul_p", 2, "s"), ("cast_p", 1, "s"), ("cast_ds", 1, "s"), ("mul_o_do", 2, "d"), ("sum_delta", 1, "d"))
+V2_OPS = (("muls_dq", 1, "d"), ("muls_dk", 1, "d"))
+TWO_PASS_V2_OPS = (("add_acc", 2, "d"),)
+ATOMS = (
+    ("AT-12", "C1: S = Q K^T (scale applied in V1 as a compile-time float, SK-16-R6); dP = dO V^T has the same shape"),
+    ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape, no where masks (SK-16-R5)"),
+    ("AT-21", "sub-graph scopes: V1 in scope 1, V2 in scope 2, matmuls outside (SK-16 sg_set_scope)"),
+)
+
+
+def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
+    """Plan a ``direction: backward`` SPEC with SK-16.
+
+    Args:
+        spec: a validated SPEC with ``direction: backward``.
+        golden_module_count: ``(module_count, reason)`` from the golden estimator, if any.
+
+    Raises:
+        SpecError: an SK-16 condition fails (the message names it), the SPEC asks
+            for a variant this version does not plan, or no tiling fits the device.
+    """
+    cat = load_catalog()
+    sk16, sk01 = cat.card("SK-16"), cat.card("SK-01")
+    device = cat.device(spec.device)
+    _check_supported(spec)
+    checks = skeleton_checks(spec, sk16)
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        c = failed[0]
+        raise SpecError(f"softmax_stats_input: SK-16 does not apply: {c.id} failed ({c.condition}: {c.observed}); "
+                        "a backward that recomputes the forward statistics is not planned by this version")
+    passes, reason_text = passes_for(spec, sk16)
+    s = spec.shape
+    tile, tile_decisions, cube, vec, ub, l1, l0 = _fit_tiles(spec, device, sk01, passes)
+    q_tiles, kv_tiles = ceil(s.seq_q / tile), ceil(s.seq_kv / tile)
+    pairs = [n for _, n in kv_block_ranges(spec.mask, s.seq_q, s.seq_kv, tile, tile)]
+    root_count = s.batch * s.num_heads * q_tiles
+    task_count = s.batch * s.num_heads * sum(pairs) * passes
+    matmuls = sk16.param("c1_matmuls") + sk16.param("c2_matmuls")
+    mm_per_pair = matmuls if passes == 1 else matmuls + sk16.param("c1_matmuls")  # pass 2 repeats S and dP
+    qk_per_pair = 1 if passes == 1 else sk16.param("two_pass_qk_per_block")[0]
+    work = mm_per_pair * tile * s.seq_kv * s.head_dim
+    pair_basis = (f"q_tiles {q_tiles} x kv_tiles {kv_tiles}" if spec.mask == "none"
+                  else f"sum(visible kv blocks per q block {pairs})")
+    counts = [
+        Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, Q_TILE {tile})", source="SK-16 loop nest (s1)"),
+        Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, KV_TILE {tile})", source="SK-16 loop nest (s2)"),
+        Decision(name="passes", value=passes, basis=reason_text, source="SK-16-R1, SK-16-R11, backward decision table"),
+        Decision(name="qk_per_block_pair", value=qk_per_pair,
+                 basis="single pass evaluates Q K^T once per (s1, s2) pair" if passes == 1
+                 else "pass 1 (dQ) and pass 2 (dK, dV) each evaluate Q K^T; l/m are inputs, so no statistics pass",
+                 source="SK-16-R1, card two_pass_qk_per_block"),
+        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}",
+                 source="SK-01 structural table (root count)"),
+        Decision(name="task_count", value=task_count,
+                 basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}",
+                 source="SK-16 task count, backward decision table"),
+        Decision(name="work_per_root_macs", value=work,
+                 basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim}",
+                 source="SK-16 stages (C1 2 + C2 3 matmuls), SK-01 structural table (task granularity)"),
+        Decision(name="cores_busy", value=min(root_count, device.aic_cores),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
+    ]
+    config, entries = _config(spec, sk16)
+    primary, outputs, modules = _interfaces(spec, passes)
+    if golden_module_count is not None:
+        module_count, module_reason = golden_module_count
+    else:
+        module_count, module_reason = 1, (
+            "no golden given; SK-16 computes dQ, dK and dV of a block pair from one C1 -> V1 -> C2 -> V2 body, "
+            "so the gradients form one module (SK-16-R1)")
+    rtol, atol = spec.tolerance
+    return Plan(
+        op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
+        kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
+        head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
+        group_size=s.num_heads // s.num_kv_heads, seq_q=s.seq_q, seq_kv=s.seq_kv, batch=s.batch,
+        skeleton=Choice(id="SK-16", title=sk16.title, reason=(
+            "attention backward with the forward l/m as inputs and 5 matmuls per block pair: "
+            + ("one loop nest computes dQ, dK and dV (single pass)" if passes == 1
+               else f"two passes because {reason_text}"))),
+        atoms=[Choice(id=i, title=cat.card(i).title, reason=r) for i, r in ATOMS],
+        form="baseline", form_reason="SK-16 has one form; the structure choice is the pass count",
+        form_checks=[], skeleton_checks=checks, variant="single pass" if passes == 1 else "two pass",
+        passes=passes, two_pass_reason=reason_text if passes == 2 else None,
+        q_tile=tile, kv_tile=tile, q_tiles=q_tiles, kv_tiles=kv_tiles, kv_loop="pypto.loop",
+        tile_decisions=tile_decisions, cube_tiles=cube, vec_tiles=vec,
+        unroll=_unroll(sk16), unroll_factor=1,
+        root_count=root_count, task_count=task_count, work_per_root_macs=work, counts=counts,
+        ub_budget=ub, l1_budget=l1, l0_budgets=l0, expansion=_expansion(vec, passes),
+        loops=_loops(spec, passes), state=_state(spec, tile, passes),
+        config=config, config_entries=entries,
+        primary_inputs=primary, final_outputs=outputs, modules=modules,
+        module_count=module_count, module_reason=module_reason,
+        scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
+        typical_configs=[
+            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
+             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
+            for c in spec.typical_configs
+        ],
+        dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+        risks=_risks(spec, ub, tile, passes),
+    )
+
+
+def _check_supported(spec: Spec) -> None:
+    for field, allowed in SUPPORTED.items():
+        value = getattr(spec, field)
+        if value not in allowed:
+            raise SpecError(f"{field}: {value!r} is not planned for SK-16 backward by this version "
+                            f"(supported: {', '.join(allowed)}); see the README's scope section")
+    for i, axis in enumerate(spec.dynamic_axes):
+        if not axis.uniform:
+            raise SpecError(f"dynamic_axes.{i}.uniform: varlen backward (cumulative actual_q / actual_kv, SK-16-R10) "
+                            "is not planned by this version")
+
+
+def skeleton_checks(spec: Spec, sk16: Card) -> list[FormCheck]:
+    """SK-16 "When" conditions on the SPEC: backward, l/m inputs, matmul_count >= min_matmul_count."""
+    c1, c2, need = sk16.param("c1_matmuls"), sk16.param("c2_matmuls"), sk16.param("min_matmul_count")
+    src = "SK-16 applicability"
+    return [
+        FormCheck(id="SK-16-WHEN-1", condition="attention backward producing dQ, dK and dV",
+                  observed=f"direction: {spec.direction}", passed=spec.direction == "backward", source=src),
+        FormCheck(id="SK-16-WHEN-2", condition="the forward softmax statistics l and m are kernel inputs",
+                  observed=f"softmax_stats_input: {str(spec.softmax_stats_input).lower()}",
+                  passed=spec.softmax_stats_input, source=src),
+        FormCheck(id="SK-16-WHEN-3", condition=f"matmul_count >= {need}",
+                  observed=f"C1 {c1} (S, dP) + C2 {c2} (dV, dQ, dK) = {c1 + c2}", passed=c1 + c2 >= need,
+                  source=src + ", card min_matmul_count"),
+    ]
+
+
+def passes_for(spec: Spec, sk16: Card) -> tuple[int, str]:
+    """(passes, reason): 1 by default (SK-16-R1); 2 with the SPEC's ``two_pass_reason`` (card wording, SK-16-R11)."""
+    if spec.two_pass_reason is None:
+        return 1, "single pass (default): atomic_add accumulates dQ over kv and dK/dV over q into zeroed outputs"
+    return 2, sk16.param("two_pass_reasons")[spec.two_pass_reason]
+
+
+def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
+    """Largest square tile from the SK-01 safe baseline, halved until UB, L1 and L0 fit (C-TILE-03)."""
+    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    safe = sk01.param("safe_cube_tile")
+    hi = min(axis_hi(spec, "seq_q"), axis_hi(spec, "seq_kv"))
+    tile = min(safe, budget.align_up(hi, align))
+    first = tile
+    while True:
+        cube = {s: t.model_copy(update={"reason": CUBE_REASON[s]})
+                for s, t in choose_cube_tiles(spec, "baseline", tile, tile, sk01).items()}
+        vec = _vec_tiles(spec, tile, sk01)
+        ub, l1 = ub_budget(spec, device, tile, vec, passes), l1_budget(spec, device, tile, cube)
+        l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+        over = [b for b in (ub, l1, *l0) if not b.fits]
+        if not over:
+            break
+        if tile // 2 < align:
+            raise SpecError("shape: no legal tiling: " + "; ".join(
+                f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over) + " (C-TILE-03)")
+        tile //= 2
+    basis = (f"min(safe tile {safe}, align{align}(min(seq_q hi, seq_kv hi) {hi}))" if tile == first else
+             f"safe tile {first} halved to {tile} until UB/L1/L0 fit {device.name} (largest power-of-two step that fits)")
+    decisions = [
+        Decision(name=name, value=tile, basis=basis + "; square tiles so one C2 TileShape serves dV, dQ and dK",
+                 source="SK-01 safe baseline, C-TILE-03, SK-16 C2 stage")
+        for name in ("q_tile", "kv_tile")
+    ]
+    return tile, decisions, cube, vec, ub, l1, l0
+
+
+CUBE_REASON = {
+    "C1": "S = Q K^T and dP = dO V^T: m q rows, k head_dim, n kv columns; [L0, L1] per C-TILE-05",
+    "C2": "dV = P^T dO, dQ = dS K, dK = dS^T Q: m and k are Q_TILE = KV_TILE, n head_dim; P, dS cast to the input dtype (SK-16-R9)",
+}
+
+
+def _vec_tiles(spec: Spec, tile: int, sk01: Card) -> dict[str, VecTile]:
+    """V1 on the [tile, tile] score block, V2 on [tile, head_dim] rows: smallest safe rows, 16-aligned columns (C-TILE-02)."""
+    lo, hi = sk01.param("safe_vec_range")
+    d = spec.shape.head_dim
+    rows = min(lo, tile)
+    return {
+        "V1": VecTile(stage="V1", shape=(rows, min(hi, budget.align_up(tile, 16))), dtype="fp32", view=(tile, tile),
+                      reason="P from l/m and dS on the score block in FP32; columns 16-aligned for FP32 and the BF16 casts (C-TILE-02)"),
+        "V2": VecTile(stage="V2", shape=(rows, min(hi, budget.align_up(d, 16))), dtype="fp32", view=(tile, d),
+                      reason="D = rowsum(O*dO) before the s2 loop, then the dQ/dK scale on [tile, head_dim] (C-TILE-08: new shape, new TileShape)"),
+    }
+
+
+def _item(name: str, nbytes: int, formula: str, source: str) -> BudgetItem:
+    return BudgetItem(name=name, bytes=nbytes, formula=formula, source=source)
+
+
+def _make_budget(buffer: str, items: list[BudgetItem], capacity: int, capacity_source: str) -> Budget:
+    total = sum(i.bytes for i in items)
+    return Budget(buffer=buffer, items=items, total_bytes=total, capacity_bytes=capacity,
+                  capacity_source=capacity_source, fits=total <= capacity)
+
+
+def ub_budget(spec: Spec, device: DeviceProfile, tile: int, vec: dict[str, VecTile], passes: int) -> Budget:
+    """UB bytes per vector sub-block for one SK-16 block pair; rows split over ``aiv_per_aic`` (FAI CV_RATIO)."""
+    counts = load_catalog().constraint("C-TILE-03").param("tensor_count")
+    align = load_catalog().constraint("C-TILE-02").param("align_bytes")
+    cv, d, acc, nbuf = device.aiv_per_aic, spec.shape.head_dim, budget.ACC_BYTES, budget.RESULT_BUFFERS
+    rows = ceil(tile / cv)
+    d64 = budget.align_up(d, 64)
+    v1 = budget.vec_op_bytes(vec["V1"], counts["binary"])
+    v2 = budget.vec_op_bytes(vec["V2"], counts["reduce"])
+    items = [
+        _item("stats_rows", 3 * rows * align, f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
+              "SK-16-R2 l/m read from inputs, C-TILE-02 32 B tail"),
+        _item("MM1_RESULTS", 2 * rows * tile * acc * nbuf, f"2 results (S, dP) x {rows} x {tile} x 4 x {nbuf} buffers",
+              "SK-16 C1, FAI static resources (domain.md §7)"),
+        _item("P_DS_CAST", 2 * rows * tile * spec.dtype_bytes, f"2 casts (P, dS) x {rows} x {tile} x {spec.dtype_bytes} B",
+              "SK-16-R9 cast before C2"),
+        _item("MM2_RESULTS", 2 * rows * d64 * acc * nbuf, f"2 results (dQ, dK) x {rows} x Align64(head_dim) {d64} x 4 x {nbuf} buffers",
+              "SK-16 V2 (dV goes matmul -> atomic_add without UB), FAI static resources"),
+        _item("vector_op_peak", max(v1, v2),
+              f"max(V1 binary {vec['V1'].shape[0]}x{vec['V1'].shape[1]}x4x{counts['binary']}, "
+              f"V2 reduce {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['reduce']})",
+              "C-TILE-03 per-op formula (tensor_count binary/reduce)"),
+    ]
+    if passes == 2:
+        items.append(_item("acc_resident", 2 * rows * d * acc, f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
+                           "backward decision table (two pass: UB accumulators), C-LOOP-06"))
+    return _make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
+
+
+def l1_budget(spec: Spec, device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Budget:
+    """L1 bytes: Q, K, V, dO tiles (C1 and C2 operands) plus P and dS at the FAI pipeline depth."""
+    b = budget.DTYPE_BYTES[cube["C2"].operand_dtype]
+    dk = cube["C1"].k[1]
+    depth = budget.KERNEL_TASK_NUM
+    items = [
+        _item("q_k_v_do_tiles", 4 * tile * dk * b, f"4 tiles (Q, K, V, dO) x {tile} x kL1 {dk} x {b} B",
+              "SK-16 C1/C2 operands, C-TILE-05 [L0, L1] tiles"),
+        _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
+              "FAI MM2_LEFT_SIZE (domain.md §7), SK-16 C2 operands"),
+    ]
+    return _make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
+
+
+def _expansion(vec: dict[str, VecTile], passes: int) -> Expansion:
+    """Per-op ``ceil(view / tile) x (1 + inputs)`` (C-TILE-04 estimate); "d" ops use the V2 TileShape."""
+    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
+    ops = []
+    for stage, table in (("V1", V1_OPS), ("V2", V2_OPS + (TWO_PASS_V2_OPS if passes == 2 else ()))):
+        for name, inputs, view in table:
+            t = vec["V1" if view == "s" else "V2"]
+            n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
+            ops.append(ExpansionOp(stage=stage, op=name, inputs=inputs, tiles=n, expressions=n * (1 + inputs)))
+    worst = max(o.expressions for o in ops)
+    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops), traced_copies=1,
+                     limit=limit, within_limit=worst <= limit)
+
+
+def _unroll(sk16: Card) -> Unroll:
+    return Unroll(candidates=list(sk16.unroll_candidates.get("default", [1])), unroll_factor=1, unroll_list=[1],
+                  remainder_rule="factor 1 divides every kv_tiles count", source="SK-16 (no unroll candidates), C-LOOP-05",
+                  reason="SK-16 lists no unroll candidates; the s2 loop keeps the default [1] (C-LOOP-05)")
+
+
+def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[ConfigEntry]]:
+    """SK-16 pass/runtime options: every required or recommended key without a condition, plus the a3 workspace."""
+    config: dict[str, dict[str, Any]] = {"pass_options": {}, "runtime_options": {}}
+    entries = []
+    for rec in sk16.config:
+        group, _, name = rec.key.partition(".")
+        wanted = rec.status != "per_scenario" and not rec.when
+        if group in config and (wanted or (name == "max_workspace_kb" and spec.device == "a3")):
+            config[group][name] = rec.value
+            entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose=rec.purpose,
+                                       source=f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}"))
+    return config, entries
+
+
+def _layout(spec: Spec, heads: str, seq: str, last: str = "head_dim") -> list[str]:
+    return ["batch", heads, seq, last] if spec.layout == "BNSD" else ["batch", seq, heads, last]
+
+
+def _interfaces(spec: Spec, passes: int) -> tuple[list[TensorSpec], list[TensorSpec], list[Module]]:
+    """Inputs q, k, v, o, do, l, m (golden order); outputs dq, dk, dv in FP32 (atomic_add accumulation, C-API-05)."""
+    dt = NP_DTYPE[spec.dtype]
+    qs, kvs = _layout(spec, "num_heads", "seq_q"), _layout(spec, "num_kv_heads", "seq_kv")
+    stats = _layout(spec, "num_heads", "seq_q", "1")
+    inputs = [TensorSpec(name=n, shape=sh, dtype=t) for n, sh, t in (
+        ("q", qs, dt), ("k", kvs, dt), ("v", kvs, dt), ("o", qs, dt), ("do", qs, dt),
+        ("l", stats, "float32"), ("m", stats, "float32"))]
+    outputs = [TensorSpec(name=n, shape=sh, dtype="float32") for n, sh in (("dq", qs), ("dk", kvs), ("dv", kvs))]
+    module = Module(
+        id=1, name=f"{spec.op_name}_sk16",
+        description=("C1 S, dP -> V1 P from l/m, dS -> C2 dV, dQ, dK -> V2 scale, atomic_add into zeroed FP32 outputs"
+                     if passes == 1 else
+                     "pass 1 (q outer) dQ, pass 2 (kv outer) dK and dV; UB accumulators, assemble at the last tile"),
+        inputs=[{"name": t.name, "source": "primary"} for t in inputs],
+        outputs=[{"name": t.name, "shape": t.shape, "dtype": t.dtype} for t in outputs],
+    )
+    return inputs, outputs, [module]
+
+
+def _loops(spec: Spec, passes: int) -> list[LoopRow]:
+    g = spec.shape.num_heads // spec.shape.num_kv_heads
+    one = [
+        LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
+        LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",
+                dependence=f"independent; kv head = h_idx // {g}; dK/dV of a kv head summed by atomic_add"),
+        LoopRow(name="q_idx", loop_kind="pypto.loop", bound="ceildiv(seq_q, Q_TILE)", step="Q_TILE rows",
+                dependence="independent (one root each); D computed once per Q tile"),
+        LoopRow(name="kv_idx", loop_kind="pypto.loop", bound="ceildiv(seq_kv, KV_TILE)" + (
+            "" if spec.mask == "none" else ", capped at the last visible block (causal)"), step="KV_TILE columns",
+                dependence="none carried: dQ, dK, dV go to GM by atomic_add (SK-16-R4)"),
+    ]
+    if passes == 1:
+        return one
+    one[3] = one[3].model_copy(update={"name": "kv_idx (pass 1)", "dependence": "carries dq_acc (UB accumulator)"})
+    one[2] = one[2].model_copy(update={"name": "q_idx (pass 1)"})
+    return one + [
+        LoopRow(name="kvh_idx (pass 2)", loop_kind="pypto.loop", bound="num_kv_heads", step="1", dependence="independent"),
+        LoopRow(name="kv_idx (pass 2)", loop_kind="pypto.loop", bound="ceildiv(seq_kv, KV_TILE)", step="KV_TILE rows",
+                dependence="independent (owns its dK/dV rows)"),
+        LoopRow(name="gq_idx (pass 2)", loop_kind="pypto.loop", bound=f"{g} x ceildiv(seq_q, Q_TILE)", step="one (head, Q tile)",
+                dependence="carries dk_acc, dv_acc (UB accumulators)"),
+    ]
+
+
+def _state(spec: Spec, tile: int, passes: int) -> list[StateRow]:
+    d = spec.shape.head_dim
+    rows = [
+        StateRow(name="delta", shape=f"[{tile}, 1]", dtype="fp32", init="rowsum(O * dO) before the s2 loop",
+                 update="none (loop-invariant over s2)", final_use="dS = P * (dP - delta) in every KV tile"),
+    ]
+    if passes == 1:
+        return rows + [
+            StateRow(name=n, shape=sh, dtype="fp32", init="host torch.zeros before the launch (SK-16-R4)",
+                     update="atomic_add of every block pair's product", final_use="the kernel output")
+            for n, sh in (("dq", "GM like q"), ("dk", "GM like k"), ("dv", "GM like v"))
+        ]
+    return rows + [
+        StateRow(name="dq_acc", shape=f"[{tile}, {d}]", dtype="fp32", init="first KV tile (is_loop_begin): dS K",
+                 update="dq_acc + dS K", final_use="x scale, assemble into dq on the last KV tile"),
+        StateRow(name="dk_acc", shape=f"[{tile}, {d}]", dtype="fp32", init="first (head, Q tile): dS^T Q",
+                 update="dk_acc + dS^T Q", final_use="x scale, assemble into dk on the last (head, Q tile)"),
+        StateRow(name="dv_acc", shape=f"[{tile}, {d}]", dtype="fp32", init="first (head, Q tile): P^T dO",
+                 update="dv_acc + P^T dO", final_use="assemble into dv on the last (head, Q tile)"),
+    ]
+
+
+def _risks(spec: Spec, ub: Budget, tile: int, passes: int) -> list[str]:
+    s = spec.shape
+    out = [f"UB margin {ub.capacity_bytes - ub.total_bytes} B of {ub.capacity_bytes} B "
+           f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): any added vector buffer must be re-budgeted (C-TILE-03)."]
+    if s.seq_q % tile or s.seq_kv % tile:
+        out.append(f"tails: seq_q {s.seq_q} mod {tile} = {s.seq_q % tile}, seq_kv {s.seq_kv} mod {tile} = {s.seq_kv % tile}; "
+                   "padded l rows must read as 1 and padded Q/K/V/O/dO rows as 0, and atomic_add writes valid rows only (AT-20).")
+    if passes == 1:
+        out.append("atomic_add order is not deterministic: results may differ in the last bits run to run; "
+                   "a deterministic order is one of the three two-pass reasons (SK-16-R11).")
+    if spec.mask == "causal":
+        out.append("causal mask: Q tiles see different numbers of KV tiles (uneven per-core work); rows that see "
+                   "no KV column need neutral forward statistics (m = 0, l = 1) or P becomes 0/0.")
+    out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); a cast to the input dtype is the caller's.")
+    return out

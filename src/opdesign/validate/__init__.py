@@ -1,0 +1,20 @@
+"""``opdesign validate``: parse DESIGN.md (markdown-it-py), run the rule registry, report findings.
+
+Library API (the CLI and the agent tools call the same functions)::
+
+    from opdesign.validate import validate_paths, validate_text
+    report = validate_paths(["custom/my_op"])          # DESIGN.md + eval/module_interfaces.yaml
+    report = validate_text(text, interfaces_text=yaml)  # in-memory text (agents)
+    report.findings  # [Finding(rule, level, message, file, line)], report.summary, report.exit_code
+
+Rules: :func:`opdesign.validate.registry.all_rules` (``opdesign rules`` lists them).
+"""
+
+from __future__ import annotations
+
+from opdesign.validate.engine import MAX_INPUT_BYTES, validate_paths, validate_text
+from opdesign.validate.model import Finding, Report, Summary
+from opdesign.validate.registry import Rule, all_rules, get_rule
+
+__all__ = ["MAX_INPUT_BYTES", "Finding", "Report", "Rule", "Summary", "all_rules", "get_rule", "validate_paths",
+           "validate_text"]

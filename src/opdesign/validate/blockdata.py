@@ -1,0 +1,126 @@
+"""Typed access to the ``opdesign:`` block (``Plan.design_block()``) and the catalog for the rules.
+
+Every accessor is defensive: a value of the wrong type reads as None (the
+rule that owns that value, e.g. C-TILE-06 or OD-NUM-02, reports it), so no
+other rule trips over it. Thresholds come from the catalog, never from here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from opdesign.validate.registry import Context
+
+#: Largest tile or size value taken as a number; bigger ones are reported by C-TILE-06.
+MAX_VALUE = 2**31 - 1
+FP32_NAMES = frozenset({"fp32", "float32", "dt_fp32"})
+_LEADING_INT = re.compile(r"^\s*\**\s*(-?\d+)\b")
+
+
+def pos_int(value: Any) -> int | None:
+    """``value`` if it is an int in [1, MAX_VALUE] (not a bool), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_VALUE:
+        return value
+    return None
+
+
+def catalog():
+    from opdesign.catalog import load_catalog
+
+    return load_catalog()
+
+
+def sk01():
+    return catalog().card("SK-01")
+
+
+def constraint(constraint_id: str):
+    return catalog().constraint(constraint_id)
+
+
+def device(ctx: Context):
+    """The block's device profile, or None (unknown names are reported by OD-NUM-02)."""
+    name = (ctx.block or {}).get("device")
+    if isinstance(name, str):
+        return catalog().devices.get(name.strip().lower())
+    return None
+
+
+def is_fp32(name: Any) -> bool:
+    return isinstance(name, str) and name.strip().lower() in FP32_NAMES
+
+
+def accumulator_names(ctx: Context) -> list[str]:
+    """Names of the loop-carried accumulators: the block's ``accumulators`` keys, else SK-01's list."""
+    accs = (ctx.block or {}).get("accumulators")
+    if isinstance(accs, dict) and accs:
+        return [str(k) for k in accs]
+    return list(sk01().param("accumulators"))
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2:
+        a, b = pos_int(value[0]), pos_int(value[1])
+        if a is not None and b is not None:
+            return a, b
+    return None
+
+
+def cube_tiles(ctx: Context) -> dict[str, Any] | None:
+    """``{stage: plan.CubeTile}`` when every cube tile of the block is well-formed, else None."""
+    from opdesign.budget import DTYPE_BYTES
+    from opdesign.plan import CubeTile
+
+    raw = (ctx.block or {}).get("cube_tiles")
+    if not isinstance(raw, dict) or not raw:
+        return None
+    out = {}
+    for stage, tile in raw.items():
+        if stage not in ("C1", "C2") or not isinstance(tile, dict):
+            return None
+        axes = [_pair(tile.get(a)) for a in ("m", "k", "n")]
+        if None in axes or tile.get("operand_dtype") not in DTYPE_BYTES:
+            return None
+        out[stage] = CubeTile(stage=stage, m=axes[0], k=axes[1], n=axes[2], operand_dtype=tile["operand_dtype"],
+                              reason="from the DESIGN.md opdesign block")
+    return out
+
+
+def vec_tiles(ctx: Context) -> dict[str, Any] | None:
+    """``{stage: plan.VecTile}`` when every vector tile of the block is well-formed, else None."""
+    from opdesign.budget import DTYPE_BYTES
+    from opdesign.plan import VecTile
+
+    raw = (ctx.block or {}).get("vec_tiles")
+    if not isinstance(raw, dict) or not raw:
+        return None
+    out = {}
+    for stage, tile in raw.items():
+        if stage not in ("V1", "V2") or not isinstance(tile, dict):
+            return None
+        shape, view = _pair(tile.get("shape")), _pair(tile.get("view"))
+        if shape is None or view is None or tile.get("dtype") not in DTYPE_BYTES:
+            return None
+        out[stage] = VecTile(stage=stage, shape=shape, dtype=tile["dtype"], view=view,
+                             reason="from the DESIGN.md opdesign block")
+    return out
+
+
+def axis_hi(ctx: Context, name: str) -> int | None:
+    """Largest value of a sequence axis: the block's typical value or the dynamic range's ``hi``."""
+    value = pos_int((ctx.block or {}).get(name))
+    axes = ctx.front.get("dynamic_axes")
+    for axis in axes if isinstance(axes, list) else []:
+        if isinstance(axis, dict) and axis.get("name") == name:
+            rng = axis.get("range")
+            hi = pos_int(rng[1]) if isinstance(rng, list) and len(rng) == 2 else None
+            if hi is not None:
+                value = max(value or 0, hi)
+    return value
+
+
+def cell_int(text: str) -> int | None:
+    """The integer a table cell starts with (``**192768**`` -> 192768), or None."""
+    match = _LEADING_INT.match(text)
+    return int(match.group(1)) if match and len(match.group(1)) < 19 else None

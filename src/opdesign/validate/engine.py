@@ -1,0 +1,194 @@
+"""Run the rules on DESIGN.md files or text: reading, context building, suppressions, robustness.
+
+Inputs are unusable (rule OD-DOC-01, exit code 2) when the path is missing or
+unreadable, a directory has no DESIGN.md, the bytes hold a NUL (binary), are
+not UTF-8, or exceed :data:`MAX_INPUT_BYTES` (5 MiB). The interface file is
+``eval/module_interfaces.yaml`` next to the DESIGN.md; its problems are
+findings of OD-IF-01 (exit code 1), not unusable input.
+
+No exception escapes: a check that raises is reported as OD-DOC-10 naming the
+rule, so the document is never reported as valid for it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path, PurePosixPath
+from typing import Iterable
+
+from opdesign.validate import yamlsafe
+from opdesign.validate.document import parse
+from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
+from opdesign.validate.pseudocode import read_program
+from opdesign.validate.registry import Context, all_rules, get_rule
+
+MAX_INPUT_BYTES = 5 * 1024 * 1024
+INTERFACES_PATH = ("eval", "module_interfaces.yaml")
+DESIGN_NAME = "DESIGN.md"
+INTERNAL_RULE = "OD-DOC-10"
+SUPPRESSION_RULE = "OD-DOC-09"
+
+
+class Unusable(ValueError):
+    """An input that cannot be read as a UTF-8 text document."""
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 text of ``data`` (a BOM is dropped); raise :class:`Unusable` with the reason."""
+    if len(data) > MAX_INPUT_BYTES:
+        raise Unusable(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB ({len(data)} bytes)")
+    if b"\x00" in data:
+        raise Unusable("binary file (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise Unusable(f"not UTF-8 (invalid byte at offset {err.start})") from None
+
+
+def _check_text(text: str) -> None:
+    if len(text) > MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise Unusable(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
+    if "\x00" in text:
+        raise Unusable("binary text (NUL characters)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unusable("text holds lone surrogates (not encodable as UTF-8)") from None
+
+
+def _interfaces(text: str | None, state: str) -> tuple[yamlsafe.Loaded | None, str, str, int]:
+    """(loaded, state, problem, line) for the interface text."""
+    if text is None:
+        return None, state, "", 1
+    try:
+        _check_text(text)
+        return yamlsafe.load(text), "ok", "", 1
+    except Unusable as err:
+        return None, "invalid", f"interface file unusable: {err}", 1
+    except yamlsafe.YamlProblem as err:
+        return None, "invalid", f"interface file: {err.message}", err.line or 1
+
+
+def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded | None, str, str, int]) -> list[Finding]:
+    try:
+        doc = parse(text)
+        program = read_program(doc)
+    except Exception as err:  # noqa: BLE001 - the markdown/ast layer must never crash the run
+        return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
+                        message=f"document could not be parsed: {type(err).__name__}: {err}")]
+    loaded, state, problem, problem_line = iface
+    ctx = Context(doc=doc, interfaces=loaded, interfaces_state=state, interfaces_problem=problem,
+                  interfaces_problem_line=problem_line, program=program)
+    findings: list[Finding] = []
+    for rule in all_rules().values():
+        if rule.needs_block and ctx.block is None:
+            continue
+        try:
+            hits = list(rule.check(ctx))
+        except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
+            findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
+                                    message=f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"[:500]))
+            continue
+        findings += [Finding(rule=rule.id, level=rule.level, message=h.message, line=max(1, h.line),
+                             file=iface_name if h.interfaces else design) for h in hits]
+    return _suppress(doc.directives, findings, design)
+
+
+def _suppress(directives: Iterable, findings: list[Finding], design: str) -> list[Finding]:
+    """Apply ``<!-- opdesign: disable=ID -->``: warning-level rules only; each use listed as info."""
+    notes: list[Finding] = []
+    disabled: dict[str, int] = {}
+    for directive in directives:
+        for rule_id in directive.rule_ids:
+            rule = get_rule(rule_id)
+            if rule is None:
+                why = f"unknown rule id {rule_id} in a disable comment"
+            elif rule.level == "error":
+                why = f"{rule_id} is error-level and cannot be suppressed: fix the design instead"
+            elif rule.level == "info":
+                why = f"{rule_id} is info-level: there is nothing to suppress"
+            else:
+                disabled.setdefault(rule_id, directive.line)
+                continue
+            notes.append(Finding(rule=SUPPRESSION_RULE, level="info", message=why, file=design, line=directive.line))
+    counts = Counter(f.rule for f in findings if f.rule in disabled)
+    kept = [f for f in findings if f.rule not in disabled]
+    notes += [Finding(rule=SUPPRESSION_RULE, level="info", file=design, line=line,
+                      message=f"{rule_id} suppressed for this document ({counts[rule_id]} finding(s))")
+              for rule_id, line in disabled.items()]
+    return kept + notes
+
+
+def _unusable(name: str, why: str) -> Finding:
+    return Finding(rule=UNUSABLE_RULE, level="error", message=f"input unusable: {why}", file=name, line=1)
+
+
+def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | None = None,
+                  interfaces_name: str | None = None) -> Report:
+    """Validate DESIGN.md text held in memory (the agent entry point).
+
+    Args:
+        text: the DESIGN.md content.
+        name: file name used in findings.
+        interfaces_text: content of ``eval/module_interfaces.yaml``; when None the
+            interface rules are skipped and said so (OD-IF-02, info).
+        interfaces_name: file name for interface findings (default: ``eval/module_interfaces.yaml``
+            next to ``name``).
+    """
+    iface_name = interfaces_name or str(PurePosixPath(name).parent.joinpath(*INTERFACES_PATH))
+    try:
+        _check_text(text)
+    except Unusable as err:
+        return Report.build([name], [_unusable(name, str(err))])
+    iface = _interfaces(interfaces_text, "not_given")
+    return Report.build([name], _run(text, name, iface_name, iface))
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise Unusable("no such file") from None
+    except IsADirectoryError:
+        raise Unusable("is a directory") from None
+    except OSError as err:
+        raise Unusable(f"cannot be read ({err.strerror or err})") from None
+    return decode(data)
+
+
+def _validate_file(given: str) -> tuple[str, list[Finding]]:
+    path = Path(given)
+    name = given
+    if path.is_dir():
+        path = path / DESIGN_NAME
+        name = str(path)
+    try:
+        text = _read(path)
+    except Unusable as err:
+        return name, [_unusable(name, str(err))]
+    iface_path = path.parent.joinpath(*INTERFACES_PATH)
+    iface_name = str(iface_path)
+    if not iface_path.is_file():
+        iface = (None, "missing", f"{iface_name} not found", 1)
+    else:
+        try:
+            iface = _interfaces(_read(iface_path), "ok")
+        except Unusable as err:
+            iface = (None, "invalid", f"interface file unusable: {err}", 1)
+    return name, _run(text, name, iface_name, iface)
+
+
+def validate_paths(paths: Iterable[str | Path]) -> Report:
+    """Validate DESIGN.md files or operator directories (a directory means its DESIGN.md).
+
+    Each DESIGN.md is checked with the ``eval/module_interfaces.yaml`` beside it.
+    ``Report.exit_code`` is 2 when an input is unusable, else 1 with any
+    error-level finding, else 0.
+    """
+    files, findings = [], []
+    for given in paths:
+        name, found = _validate_file(str(given))
+        files.append(name)
+        findings += found
+    return Report.build(files, findings)

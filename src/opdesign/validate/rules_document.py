@@ -1,0 +1,292 @@
+"""Document rules (OD-DOC): front matter, chapters, placeholders, tables, design checks, module count.
+
+Source: the CANNBot design contract (pypto-op-design ``references/artifacts.yaml``,
+``templates/DESIGN.md.tmpl`` and its quality self-check; domain.md §9) and the
+gaps of its validator (anchors.md: the unfilled template passes, nothing checks
+placeholders, empty tables or pre-filled "pass").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from opdesign.validate.registry import Context, Hit, rule
+
+PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")
+SLOT = re.compile(r"<([^<>\n]{1,80})>")
+BRACED = re.compile(r"\{\s*[^\W\d][\w .\-]*\}")
+HTML_TAGS = frozenset(
+    "a abbr b br code details div em hr i img kbd li ol p pre s small span strong sub summary sup table "
+    "tbody td th thead tr u ul".split())
+PASS_WORDS = frozenset({"pass", "passed", "ok", "通过", "已通过", "✅", "✓", "✔", "yes", "是"})
+EMPTY_BASIS = frozenset({"", "-", "—", "n/a", "na", "none", "无"})
+CHECK_TABLE = ("check", "检查")
+RESULT_COLUMN = ("result", "结果", "结论", "status")
+BASIS_COLUMN = ("basis", "依据", "evidence", "证据", "reason", "理由", "说明")
+MODULE_COUNT = re.compile(r"(?:Decision|决策|决定)\s*[:：]\s*`?\s*module_count\s*=\s*([^\s`]+)", re.IGNORECASE)
+# (chapter key, table name, aliases of the first header cell; "*" = any header cell)
+REQUIRED_TABLES = (
+    ("contract", "typical configurations", ("*", "priority", "优先级")),
+    ("decisions", "tiling parameters", ("parameter", "参数")),
+    ("decisions", "implementation config", ("option", "配置", "选项")),
+    ("decisions", "loops", ("loop", "循环")),
+    ("decisions", "state", ("state", "状态")),
+    ("verification", "design checks", CHECK_TABLE),
+)
+
+
+@rule("OD-DOC-01", "error", "document", "opdesign validate (input contract)",
+      "input unusable: missing, unreadable, binary, not UTF-8 or larger than the size limit",
+      bad="validate a path that does not exist, or a DESIGN.md saved as UTF-16",
+      good="a UTF-8 text DESIGN.md under 5 MiB (the limit is opdesign.validate.engine.MAX_INPUT_BYTES)")
+def check_unusable(ctx: Context) -> Iterator[Hit]:
+    """The file could not be read as a UTF-8 text document; nothing else is checked and the exit code is 2.
+
+    Reported by the reader, not by a check: a missing path, a directory without
+    DESIGN.md, a read error, NUL bytes (binary), invalid UTF-8, or more than
+    5 MiB. A UTF-8 byte-order mark is accepted.
+    """
+    return iter(())
+
+
+@rule("OD-DOC-02", "error", "document", "CANNBot artifacts.yaml (front matter)",
+      "DESIGN.md must open with a YAML front-matter mapping between '---' lines",
+      bad="# my_op design\n\nop_name: my_op", good="---\nschema_version: 1\nop_name: my_op\n...\n---\n# my_op design")
+def check_front_matter(ctx: Context) -> Iterator[Hit]:
+    """The first line is exactly ``---`` and a later ``---`` line closes a YAML mapping.
+
+    YAML is loaded safely (no object tags) with limits on aliases and nesting;
+    a front matter that is a list or a scalar is not a mapping.
+    """
+    front = ctx.doc.front
+    if not front.present:
+        yield Hit(1, "no front matter: the first line must be '---' opening a YAML mapping")
+    elif not front.closed:
+        yield Hit(1, "front matter opened on line 1 is never closed by a '---' line")
+    elif front.problem:
+        yield Hit(front.problem_line, f"front matter: {front.problem}")
+    elif not isinstance(front.data, dict):
+        kind = "empty" if front.data is None else f"a YAML {type(front.data).__name__}"
+        yield Hit(front.first_line, f"front matter is {kind}, expected a mapping")
+
+
+@rule("OD-DOC-03", "error", "document", "CANNBot artifacts.yaml (required front-matter keys)",
+      "front matter needs schema_version, a non-empty op_name string and a non-empty dynamic_axes list",
+      bad="---\nop_name: ''\ndynamic_axes: []\n---",
+      good="---\nschema_version: 1\nop_name: my_op\ndynamic_axes:\n- {name: seq_kv, range: [1, 8192], uniform: true}\n---")
+def check_front_keys(ctx: Context) -> Iterator[Hit]:
+    """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
+    (a non-empty list: a design needs at least one real dynamic axis, domain.md §9)."""
+    data = ctx.doc.front.data
+    if not isinstance(data, dict):
+        return
+    first = ctx.doc.front.first_line
+    version = data.get("schema_version")
+    if "schema_version" not in data:
+        yield Hit(first, "front matter has no schema_version")
+    elif not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        yield Hit(ctx.doc.front.line("schema_version"), f"schema_version must be a positive integer, got {version!r}")
+    name = data.get("op_name")
+    if "op_name" not in data:
+        yield Hit(first, "front matter has no op_name")
+    elif not isinstance(name, str) or not name.strip():
+        yield Hit(ctx.doc.front.line("op_name"), f"op_name must be a non-empty string, got {name!r}")
+    axes = data.get("dynamic_axes")
+    if "dynamic_axes" not in data:
+        yield Hit(first, "front matter has no dynamic_axes (at least one real dynamic axis is required)")
+    elif not isinstance(axes, list) or not axes:
+        yield Hit(ctx.doc.front.line("dynamic_axes"), f"dynamic_axes must be a non-empty list, got {axes!r}")
+
+
+@rule("OD-DOC-04", "error", "document", "CANNBot artifacts.yaml (required headings)",
+      "a required chapter of the CANNBot contract is missing",
+      bad="## Operator contract\n## Pseudocode\n(five chapters missing)",
+      good="## 算子契约 / ## 计算图与 API 映射 / ## 分解与模块边界 / ## 范式与设计决策 / ## 伪代码 /\n"
+           "## 验证方案 / Verification Plan / ## 风险与开放问题 (or the English names)")
+def check_chapters(ctx: Context) -> Iterator[Hit]:
+    """Seven chapters: operator contract; compute graph and API mapping; decomposition and module
+    boundaries; patterns and design decisions; pseudocode; verification plan; risks and open questions.
+
+    Headings of any level match in English or Chinese (``opdesign.render.HEADINGS``),
+    case-insensitively; for ``验证方案 / Verification Plan`` either half alone
+    matches; a leading section number (``5.``) is ignored. A heading inside a
+    fenced code block is code, not a heading.
+    """
+    from opdesign.render import HEADINGS
+
+    found = {h.chapter for h in ctx.doc.headings}
+    for key, title in HEADINGS["en"].items():
+        if key not in found:
+            yield Hit(1, f"missing chapter '{title}' ({HEADINGS['zh'][key]})")
+
+
+def _front_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _front_strings(item, path + (str(key),))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _front_strings(item, path + (i,))
+
+
+def placeholders(text: str) -> list[str]:
+    """Template placeholders in a piece of prose: ``<slot>``, ``{slot}``, TODO / TBD / FIXME, 待补充 / 待确认 / ..."""
+    found = [m.group(0) for m in PLACEHOLDER_WORDS.finditer(text)]
+    for m in SLOT.finditer(text):
+        inner = m.group(1).strip()
+        word = inner.split()[0].rstrip("/").lower() if inner else ""
+        if (inner and not inner.startswith(("!", "/", "=", "-")) and (inner[0].isalpha() or inner[0] == "_")
+                and word not in HTML_TAGS and "://" not in inner and "@" not in inner):
+            found.append(m.group(0))
+    found += [m.group(0) for m in BRACED.finditer(text)]
+    return found
+
+
+@rule("OD-DOC-05", "error", "document", "CANNBot quality self-check (no placeholders)",
+      "template placeholder left in the document",
+      bad="| q_tile | <Q_TILE> | TODO | 待补充 |", good="| q_tile | 128 | min(safe tile 128, align16(seq_q)) | SK-01 safe baseline |")
+def check_placeholders(ctx: Context) -> Iterator[Hit]:
+    """Template slots ``<...>`` and ``{...}``, ``TODO``, ``TBD``, ``FIXME``, ``待补充``, ``待确认``,
+    ``待填写`` or ``待定`` left in prose, tables, headings, front-matter values or string values of
+    ``eval/module_interfaces.yaml``.
+
+    Fenced code and inline code spans are not prose: ``[M, N]``, dict literals
+    and comparisons there are fine; HTML tags (``<br>``), autolinks and
+    comments are not slots.
+    """
+    for path, value in _front_strings(ctx.doc.front.data):
+        found = placeholders(value)
+        if found:
+            yield Hit(ctx.doc.front.line(*path), f"placeholder {', '.join(found)} left in front matter")
+    for span in ctx.doc.spans:
+        found = placeholders(span.text)
+        if found:
+            yield Hit(span.line, f"placeholder {', '.join(dict.fromkeys(found))} left in the document")
+    for path, value in _front_strings(ctx.interfaces.data if ctx.interfaces else None):
+        found = placeholders(value)
+        if found:
+            yield Hit(ctx.iface_line(*path), f"placeholder {', '.join(found)} left in the interface file", interfaces=True)
+
+
+def _matches(header: list[str], aliases: tuple[str, ...]) -> bool:
+    cells = [c.casefold() for c in header]
+    if aliases[0] == "*":
+        return any(c.startswith(a) for c in cells for a in aliases[1:])
+    return bool(cells) and any(cells[0].startswith(a) for a in aliases)
+
+
+def _is_empty(table_rows: list[Any]) -> bool:
+    return not table_rows or all(not cell.strip() for row in table_rows for cell in row.cells)
+
+
+@rule("OD-DOC-06", "error", "document", "CANNBot DESIGN.md template (required tables)",
+      "a required table is missing, or a table has no filled row",
+      bad="| parameter | current value | conditions | candidates | basis |\n|---|---|---|---|---|\n| | | | | |",
+      good="| parameter | current value | conditions | candidates | basis |\n|---|---|---|---|---|\n"
+           "| q_tile | 128 | ... | tunable | SK-01 safe baseline |")
+def check_tables(ctx: Context) -> Iterator[Hit]:
+    """Every table has at least one row with a non-blank cell, and each chapter has its tables:
+    typical configurations (a ``priority`` column) in the contract; tiling parameters, implementation
+    config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
+    ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
+    ``检查``) in the verification plan. A missing table is reported at its chapter heading."""
+    for table in ctx.doc.tables:
+        if _is_empty(table.rows):
+            yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
+    for chapter, name, aliases in REQUIRED_TABLES:
+        heading = ctx.doc.chapter_heading(chapter)
+        if heading is None:
+            continue
+        if not any(t.chapter == chapter and _matches(t.header, aliases) for t in ctx.doc.tables):
+            wanted = " / ".join(a for a in aliases if a != "*")
+            yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
+
+
+def design_check_tables(ctx: Context) -> list[Any]:
+    return [t for t in ctx.doc.tables if t.chapter == "verification" and _matches(t.header, CHECK_TABLE)]
+
+
+@rule("OD-DOC-07", "error", "document", "CANNBot DESIGN.md template (no pre-filled pass)",
+      "a design check says 'pass' without a basis",
+      bad="| C-TILE-03 UB budget | pass | |", good="| C-TILE-03 UB budget | pass | 192768 B <= 196608 B |")
+def check_pass_basis(ctx: Context) -> Iterator[Hit]:
+    """A design-check row whose result is pass / ok / 通过 / ✅ must say why in its basis column
+    (``basis`` / ``依据`` / ``evidence``): the figures or the rule that was checked. A table without a
+    basis column cannot support any "pass"."""
+    for table in design_check_tables(ctx):
+        result = table.column(*RESULT_COLUMN)
+        basis = table.column(*BASIS_COLUMN)
+        if result is None:
+            continue
+        for row in table.rows:
+            if result >= len(row.cells) or row.cells[result].strip("* ").casefold() not in PASS_WORDS:
+                continue
+            if basis is None:
+                yield Hit(row.line, f"'{row.cells[0]}' says pass but the table has no basis column")
+                continue
+            text = row.cells[basis].strip() if basis < len(row.cells) else ""
+            if text.casefold() in EMPTY_BASIS or placeholders(text):
+                yield Hit(row.line, f"'{row.cells[0]}' says pass with no basis")
+
+
+def module_count_decision(ctx: Context) -> tuple[int, str] | None:
+    """(line, value text) of ``Decision: module_count = N`` outside code, or None."""
+    for line, text in ctx.doc.prose_lines():
+        match = MODULE_COUNT.search(text)
+        if match:
+            return line, match.group(1)
+    return None
+
+
+@rule("OD-DOC-08", "error", "document", "CANNBot workflow step 3 (Decision: module_count = N)",
+      "'Decision: module_count = N' missing, or N differs from the modules of the interface file",
+      bad="Decision: module_count = 2   (eval/module_interfaces.yaml lists one module)",
+      good="Decision: module_count = 1   (eval/module_interfaces.yaml lists one module)")
+def check_module_count(ctx: Context) -> Iterator[Hit]:
+    """The decomposition chapter records ``Decision: module_count = N`` (``决策:`` also accepted),
+    N is an integer, and N equals the number of modules in ``eval/module_interfaces.yaml`` and the
+    ``module_count`` of the ``opdesign:`` block when those are present."""
+    found = module_count_decision(ctx)
+    if found is None:
+        heading = ctx.doc.chapter_heading("decomposition")
+        yield Hit(heading.line if heading else 1, "no 'Decision: module_count = N' line")
+        return
+    line, text = found
+    if not text.isdigit():
+        yield Hit(line, f"module_count must be an integer, got {text!r}")
+        return
+    count = int(text)
+    others = []
+    data = ctx.interfaces.data if ctx.interfaces else None
+    if isinstance(data, dict) and isinstance(data.get("modules"), list) and len(data["modules"]) != count:
+        others.append(f"the interface file lists {len(data['modules'])}")
+    stated = (ctx.block or {}).get("module_count")
+    if isinstance(stated, int) and not isinstance(stated, bool) and stated != count:
+        others.append(f"the opdesign block says {stated}")
+    if others:
+        yield Hit(line, f"module_count = {count} but {' and '.join(others)}")
+
+
+@rule("OD-DOC-09", "info", "document", "opdesign validate (inline suppression)",
+      "an inline suppression comment was applied, ignored or refused",
+      bad="<!-- opdesign: disable=C-TILE-03 -->   (an error-level rule: refused)",
+      good="<!-- opdesign: disable=C-TILE-04 -->   (a warning-level rule: suppressed for this document)")
+def check_suppressions(ctx: Context) -> Iterator[Hit]:
+    """``<!-- opdesign: disable=RULE-ID[,RULE-ID] -->`` anywhere in the Markdown (not in code) suppresses
+    those warning-level rules for the whole document; each use is listed as info. Error-level rules
+    cannot be suppressed (fix the design instead), info rules need no suppression; both are said so
+    in an info finding, as is an unknown rule id. Emitted by the engine after all checks ran."""
+    return iter(())
+
+
+@rule("OD-DOC-10", "error", "document", "opdesign validate (robustness)",
+      "a rule could not be evaluated on this input",
+      bad="(an input that makes a check fail internally)", good="(every check runs to completion)")
+def check_internal(ctx: Context) -> Iterator[Hit]:
+    """A check raised an unexpected exception on this document. The document is not reported as
+    valid for that rule; the message names the rule and the exception. Please report it with the
+    input. Emitted by the engine."""
+    return iter(())

@@ -1,0 +1,235 @@
+"""Number rules: the ``opdesign:`` block re-checked against the constraint tables and device profile.
+
+Sources: C-TILE-02 (32 B tail alignment), C-TILE-03 (UB / L1 / L0 budgets,
+recomputed with :mod:`opdesign.budget`), C-TILE-04 (expansion estimate,
+:func:`opdesign.estimate_parts.expansion`), C-TILE-05 (cube ``[L0, L1]``),
+C-TILE-06 (compile-time integer tiles), SK-01-R6 (FP32 accumulators). Every
+threshold is read from ``constraints/*.yaml``, ``patterns/`` or
+``constraints/devices.yaml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from opdesign.validate import blockdata as bd
+from opdesign.validate.pseudocode import call_name, int_value, is_static
+from opdesign.validate.registry import Context, Hit, all_rules, rule
+
+# key -> type the number rules need (tile values themselves are C-TILE-06's business)
+BLOCK_KEYS: dict[str, type | tuple[type, ...]] = {
+    "skeleton": str, "form": str, "device": str, "dtype": str, "head_dim": int, "seq_q": int, "seq_kv": int,
+    "q_tile": object, "kv_tile": object, "kv_loop": str, "cube_tiles": dict, "vec_tiles": dict, "unroll_list": object,
+    "accumulators": dict, "root_count": int, "ub_budget": dict, "l1_budget": dict, "expansion": dict,
+    "form_checks": dict, "module_count": int,
+}
+FORMS = ("baseline", "performance")
+
+
+@rule("OD-NUM-01", "info", "numbers", "opdesign validate (number rules need the opdesign block)",
+      "number rules skipped: no opdesign block in the front matter",
+      bad="a hand-written DESIGN.md: front matter without 'opdesign:'",
+      good="a DESIGN.md from `opdesign new`, whose front matter carries Plan.design_block()")
+def check_block_present(ctx: Context) -> Iterator[Hit]:
+    """Without the ``opdesign:`` block the numbers cannot be re-derived; the rules that need it are
+    listed as skipped (never as passed). Document, interface and pseudocode rules still run."""
+    if ctx.block is None:
+        skipped = [r.id for r in all_rules().values() if r.needs_block]
+        where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
+        yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
+                  f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
+
+
+@rule("OD-NUM-02", "error", "numbers", "Plan.design_block() (opdesign block format)",
+      "the opdesign block is malformed: missing key, wrong type, unknown device, form or dtype",
+      bad="opdesign:\n  device: a9\n  form: fast", good="opdesign:\n  device: a3\n  form: performance\n  ...")
+def check_block_format(ctx: Context) -> Iterator[Hit]:
+    """The block holds what the number rules re-derive from: skeleton, form (baseline / performance),
+    a known device profile, the input dtype, head_dim, seq_q, seq_kv, the tiles, kv_loop, unroll_list,
+    accumulators, root_count, the budgets, the expansion estimate, form_checks and module_count."""
+    if "opdesign" not in ctx.front:
+        return
+    block = ctx.block
+    if block is None:
+        yield Hit(ctx.doc.front.line("opdesign"), "opdesign block is not a mapping")
+        return
+    for key, kind in BLOCK_KEYS.items():
+        if key not in block:
+            yield Hit(ctx.block_line(), f"opdesign block has no '{key}'")
+        elif kind is not object and (not isinstance(block[key], kind) or isinstance(block[key], bool)):
+            yield Hit(ctx.block_line(key), f"opdesign.{key} must be a {kind.__name__}, got {block[key]!r}")
+    if isinstance(block.get("form"), str) and block["form"] not in FORMS:
+        yield Hit(ctx.block_line("form"), f"opdesign.form {block['form']!r} is not one of {', '.join(FORMS)}")
+    if isinstance(block.get("device"), str) and bd.device(ctx) is None:
+        known = ", ".join(bd.catalog().devices)
+        yield Hit(ctx.block_line("device"), f"unknown device {block['device']!r} (devices.yaml: {known})")
+    sizes = bd.constraint("C-TILE-02").param("dtype_bytes")
+    if isinstance(block.get("dtype"), str) and block["dtype"] not in sizes:
+        yield Hit(ctx.block_line("dtype"), f"unknown dtype {block['dtype']!r} (known: {', '.join(sizes)})")
+
+
+@rule("C-TILE-02", "error", "numbers", "C-TILE-02",
+      "vector tile tail axis is not 32-byte aligned",
+      bad="vec_tiles:\n  V1: {shape: [16, 24], dtype: bf16, ...}   # 24 x 2 B = 48 B",
+      good="vec_tiles:\n  V1: {shape: [16, 64], dtype: fp32, ...}   # 64 x 4 B = 256 B",
+      needs_block=True)
+def check_tail_alignment(ctx: Context) -> Iterator[Hit]:
+    """``cols x dtype_bytes % align_bytes == 0`` for the last axis of every vector tile, in the tile's
+    dtype and in the input dtype the stage casts to (P before C2, the output after V2). FP32 needs
+    multiples of 8 elements, BF16/FP16 of 16 (C-TILE-02 ``align_bytes``, ``dtype_bytes``)."""
+    c02 = bd.constraint("C-TILE-02")
+    align, sizes = c02.param("align_bytes"), c02.param("dtype_bytes")
+    tiles = (ctx.block or {}).get("vec_tiles")
+    for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
+        shape = tile.get("shape") if isinstance(tile, dict) else None
+        cols = bd.pos_int(shape[-1]) if isinstance(shape, list) and shape else None
+        if cols is None:
+            continue
+        for dtype, role in ((tile.get("dtype"), "tile"), ((ctx.block or {}).get("dtype"), "cast")):
+            size = sizes.get(dtype) if isinstance(dtype, str) else None
+            if size and (cols * size) % align:
+                yield Hit(ctx.block_line("vec_tiles", stage, "shape"),
+                          f"{stage} tail axis {cols} x {dtype} ({size} B, {role}) = {cols * size} B "
+                          f"is not a multiple of {align} B")
+                break
+
+
+def _cube_axis_problems(l0: int, l1: int, align: int | None) -> list[str]:
+    out = []
+    if not 0 < l0 <= l1:
+        out.append(f"needs 0 < L0 <= L1, got [{l0}, {l1}]")
+    elif l1 % l0:
+        out.append(f"L1 {l1} is not a multiple of L0 {l0}")
+    if align and (l0 % align or l1 % align):
+        out.append(f"[{l0}, {l1}] is not {align}-element aligned")
+    return out
+
+
+@rule("C-TILE-05", "error", "numbers", "C-TILE-05",
+      "cube tile axis breaks [L0, L1]: 0 < L0 <= L1, L1 % L0 == 0, 16-element alignment for BF16/FP16",
+      bad="C2: {m: [128, 128], k: [128, 320], n: [128, 128]}   # 320 % 128 != 0",
+      good="C2: {m: [128, 128], k: [128, 256], n: [128, 128]}")
+def check_cube_tiles(ctx: Context) -> Iterator[Hit]:
+    """Each of m, k, n of ``set_cube_tile_shapes`` is ``[L0, L1]`` with ``0 < L0 <= L1`` and
+    ``L1 % L0 == 0``; for BF16/FP16 operands both are multiples of 16 (``cube_align_elems``).
+    Checked on the block's ``cube_tiles`` and on literal ``set_cube_tile_shapes`` calls of the pseudocode."""
+    aligns = bd.constraint("C-TILE-05").param("cube_align_elems")
+    tiles = (ctx.block or {}).get("cube_tiles")
+    for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
+        if not isinstance(tile, dict):
+            continue
+        align = aligns.get(tile.get("operand_dtype")) if isinstance(tile.get("operand_dtype"), str) else None
+        for axis in ("m", "k", "n"):
+            pair = bd._pair(tile.get(axis))
+            for problem in _cube_axis_problems(*pair, align) if pair else []:
+                yield Hit(ctx.block_line("cube_tiles", stage, axis), f"{stage} {axis}: {problem}")
+    if ctx.program is None:
+        return
+    dtype = (ctx.block or {}).get("dtype")
+    align = aligns.get(dtype) if isinstance(dtype, str) else None
+    for call, node, _loops in ctx.program.calls():
+        if call_name(call) != "set_cube_tile_shapes":
+            continue
+        for axis, arg in zip("mkn", call.args):
+            values = [int_value(e, ctx.program.constants) for e in getattr(arg, "elts", [])]
+            if len(values) == 2 and None not in values and all(v > 0 for v in values):
+                for problem in _cube_axis_problems(values[0], values[1], align):
+                    yield Hit(ctx.program.call_line(call, node), f"set_cube_tile_shapes {axis}: {problem}")
+
+
+def _tile_values(block: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    for key in ("q_tile", "kv_tile"):
+        if key in block:
+            yield (key,), block[key]
+    for group, fields in (("cube_tiles", ("m", "k", "n")), ("vec_tiles", ("shape", "view"))):
+        tiles = block.get(group)
+        for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
+            for name in fields:
+                value = tile.get(name) if isinstance(tile, dict) else None
+                items = value if isinstance(value, list) and len(value) == 2 else [value]
+                for item in items:
+                    yield (group, stage, name), item
+    if "unroll_list" in block:
+        unroll = block["unroll_list"]
+        for item in unroll if isinstance(unroll, list) else [unroll]:
+            yield ("unroll_list",), item
+
+
+@rule("C-TILE-06", "error", "numbers", "C-TILE-06",
+      "a tile value is not a compile-time positive integer",
+      bad="q_tile: 64.5\n...\npypto.set_vec_tile_shapes(16, kv_len)   # kernel argument",
+      good="q_tile: 64\n...\npypto.set_vec_tile_shapes(16, 64)")
+def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
+    """Tiles are compile-time integers: in the block every q_tile, kv_tile, cube ``[L0, L1]``, vector
+    shape/view and unroll value is a positive integer (below 2**31); in the pseudocode the arguments of
+    ``set_cube_tile_shapes`` / ``set_vec_tile_shapes`` are int literals or UPPER_CASE constants, never
+    kernel arguments, runtime shapes or symbolic scalars."""
+    block = ctx.block or {}
+    seen = set()
+    for path, value in _tile_values(block):
+        if bd.pos_int(value) is None and path not in seen:
+            seen.add(path)
+            yield Hit(ctx.block_line(*path), f"{'.'.join(map(str, path))} has {value!r}: tiles are positive integers")
+    if ctx.program is None:
+        return
+    for call, node, _loops in ctx.program.calls():
+        if call_name(call) not in ("set_cube_tile_shapes", "set_vec_tile_shapes"):
+            continue
+        args = [e for a in call.args for e in (getattr(a, "elts", None) or [a])]
+        bad = [a for a in args if not is_static(a)]
+        if bad:
+            import ast
+
+            names = ", ".join(ast.unparse(a) for a in bad)
+            yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")
+
+
+@rule("SK-01-R6", "error", "numbers", "SK-01-R6 (AT-01-R1, C-API-05)",
+      "an online-softmax accumulator (oi / li / mi) is not FP32",
+      bad="accumulators: {mi: fp32, li: fp32, oi: bf16}", good="accumulators: {mi: fp32, li: fp32, oi: fp32}")
+def check_fp32_state(ctx: Context) -> Iterator[Hit]:
+    """O, L and M stay FP32 across the whole KV loop; only the final normalised output is cast.
+    Checked in the block's ``accumulators``, the dtype column of the state table, and the dtype of
+    accumulator allocations in the pseudocode (``pypto.tensor([...], pypto.DT_BF16)``)."""
+    accs = (ctx.block or {}).get("accumulators")
+    for name, dtype in accs.items() if isinstance(accs, dict) else []:
+        if not bd.is_fp32(dtype):
+            yield Hit(ctx.block_line("accumulators", str(name)), f"accumulator {name} is {dtype!r}, not fp32")
+    names = set(bd.accumulator_names(ctx))
+    for table in ctx.doc.tables:
+        first = table.header[0].casefold() if table.header else ""
+        col = table.column("dtype", "数据类型", "类型")
+        if table.chapter != "decisions" or not first.startswith(("state", "状态")) or col is None:
+            continue
+        for row in table.rows:
+            if row.cells and row.cells[0].strip("` ") in names and col < len(row.cells):
+                if not bd.is_fp32(row.cells[col].strip("` ")):
+                    yield Hit(row.line, f"state {row.cells[0]} has dtype {row.cells[col]!r}, not fp32")
+    if ctx.program is None:
+        return
+    for node, _loops in ctx.program.walk():
+        alloc = _allocation(node, names)
+        if alloc:
+            dtypes = [d for d in _dt_names(alloc) if d != "DT_FP32"]
+            if dtypes:
+                yield Hit(node.line, f"accumulator allocated as {dtypes[0]}, not DT_FP32")
+
+
+ALLOCATORS = frozenset({"tensor", "full", "zeros", "empty", "ones"})
+
+
+def _allocation(node: Any, names: set[str]) -> Any:
+    """The allocation call of ``acc = pypto.tensor|full|zeros(...)`` for an accumulator name, else None."""
+    import ast
+
+    s = node.stmt
+    if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id in names and isinstance(s.value, ast.Call) and call_name(s.value) in ALLOCATORS):
+        return s.value
+    return None
+
+
+def _dt_names(call: Any) -> list[str]:
+    import ast
+
+    return [n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute) and n.attr.startswith("DT_")]

@@ -1,0 +1,249 @@
+"""Pseudocode rules: the fenced code of the pseudocode chapter, read as a statement tree.
+
+Sources: SK-01 rules R1-R3 and its configuration (combine_axis), AT-21
+(sub-graph scopes), C-LOOP-05 (unroll), C-SYM-06 / C-LOOP-02 (range bounds),
+C-SYM-07 (view shapes). The KV-tile loop is the innermost loop around the
+first matmul, the Q-tile loop the loop directly around it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from opdesign.validate import blockdata as bd
+from opdesign.validate.pseudocode import call_name, dotted, is_constant_name, is_static, keyword, scopes
+from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.rules_numbers import _allocation
+
+VECTOR_OPS = frozenset({"mul", "muls", "amax", "amin", "rowmax", "rowsum", "sub", "exp", "sum", "softmax", "cast",
+                        "div", "maximum", "minimum", "add", "where", "causal_fill", "reciprocal", "neg"})
+
+
+@rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
+      "the pseudocode chapter has no fenced code block",
+      bad="## Pseudocode\n\nLoop over KV tiles and do the softmax.",
+      good="## Pseudocode\n\n```python\n@pypto.frontend.jit(...)\ndef my_kernel(...):\n    ...\n```")
+def check_fence(ctx: Context) -> Iterator[Hit]:
+    """The pseudocode chapter holds the kernel as fenced code (```python), so that the loop nest,
+    TileShape calls, scopes and state can be checked. Among several fences the one defining a
+    ``jit``-decorated function is used, else the longest."""
+    heading = ctx.doc.chapter_heading("pseudocode")
+    if heading is not None and ctx.program is None:
+        yield Hit(heading.line, "the pseudocode chapter has no fenced code block")
+
+
+@rule("OD-PC-02", "info", "pseudocode", "opdesign validate (pseudocode reading)",
+      "the pseudocode is not valid Python; it was checked line by line by indentation",
+      bad="for kv_idx in pypto.loop(kv_tiles):\n    ...  # softmax here\n    oi = <update>",
+      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n    ...")
+def check_syntax(ctx: Context) -> Iterator[Hit]:
+    """Pseudocode that Python's ``ast`` cannot parse is read by indentation: each line is parsed on its
+    own where it can be. The rules still run, but a statement that does not parse is invisible to them."""
+    if ctx.program is not None and ctx.program.syntax_error:
+        line, message = ctx.program.syntax_error
+        yield Hit(line, f"pseudocode is not valid Python ({message}); read by indentation instead")
+
+
+@rule("OD-PC-03", "error", "pseudocode", "AT-21-R1, AT-21-R3, AT-21-R4",
+      "sg_set_scope(n) is not closed with sg_set_scope(-1) before a matmul, another scope or the loop end",
+      bad="pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)",
+      good="pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.sg_set_scope(-1)\n"
+           "oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)")
+def check_scopes(ctx: Context) -> Iterator[Hit]:
+    """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope
+    (a cube op in a vector scope fails with F41007 OP_SCOPE_ERROR), and a scope never crosses a loop
+    boundary. Reported at the line that opened the scope."""
+    if ctx.program is None:
+        return
+    for line, value, why in scopes(ctx.program).unclosed:
+        yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
+
+
+@rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
+      "set_operation_options(combine_axis=True) is not the first statement of the kernel body",
+      bad="def my_kernel(q, k, v, out):\n    for b_idx in pypto.loop(batch):\n        ...",
+      good="def my_kernel(q, k, v, out):\n    pypto.experimental.set_operation_options(combine_axis=True)\n    ...")
+def check_combine_axis(ctx: Context) -> Iterator[Hit]:
+    """``pypto.experimental.set_operation_options(combine_axis=True)`` opens the jit body (it inlines
+    tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the ``jit``-decorated function,
+    else the first function with a loop."""
+    program = ctx.program
+    if program is None:
+        return
+    if program.kernel is None:
+        yield Hit(program.fence.first_line, "no kernel function: combine_axis=True must open the jit body")
+        return
+    body = [n for n in program.kernel.body
+            if not (isinstance(n.stmt, ast.Expr) and isinstance(n.stmt.value, ast.Constant)
+                    and isinstance(n.stmt.value.value, str))]
+    first = body[0] if body else None
+    calls = first.calls() if first is not None and isinstance(first.stmt, ast.Expr) else []
+    ok = any(isinstance(keyword(c, "combine_axis"), ast.Constant) and keyword(c, "combine_axis").value is True
+             for c in calls)
+    if not ok:
+        where = first.line if first is not None else program.kernel.line
+        yield Hit(where, "the first statement of the kernel body is not set_operation_options(combine_axis=True)")
+
+
+@rule("SK-01-R1", "error", "pseudocode", "SK-01-R1",
+      "a stage runs without its own TileShape: set_cube_tile_shapes before each matmul, set_vec_tile_shapes "
+      "before the vector chain",
+      bad="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)",
+      good="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\npypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n"
+           "oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)")
+def check_tile_switch(ctx: Context) -> Iterator[Hit]:
+    """In textual order, the TileShape in force at each matmul was set by ``set_cube_tile_shapes``, and
+    at the first vector op after a matmul (the softmax chain of V1, the state update of V2) by
+    ``set_vec_tile_shapes``. One global setting for all stages makes vector ops tile with cube shapes
+    (or the reverse) and blows the expression limit (C-TILE-04)."""
+    if ctx.program is None:
+        return
+    last, stage, need_vec = None, 0, False
+    for call, node, _loops in ctx.program.calls():
+        name = call_name(call)
+        if name == "set_cube_tile_shapes":
+            last = "cube"
+        elif name == "set_vec_tile_shapes":
+            last = "vec"
+        elif name == "matmul":
+            stage += 1
+            if last != "cube":
+                yield Hit(ctx.program.call_line(call, node), f"matmul C{stage} has no set_cube_tile_shapes before it "
+                                                             f"(TileShape in force: {last or 'none'})")
+            need_vec = True
+        elif name in VECTOR_OPS and need_vec:
+            need_vec = False
+            if last != "vec":
+                yield Hit(ctx.program.call_line(call, node), f"vector op {name} after matmul C{stage} has no "
+                                                             f"set_vec_tile_shapes before it")
+
+
+@rule("SK-01-R2", "error", "pseudocode", "SK-01-R2 (C-LOOP-06)",
+      "accumulators oi/li/mi are not allocated inside the Q-tile loop and outside the KV-tile loop",
+      bad="for kv_idx in pypto.loop(kv_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)",
+      good="for q_idx in pypto.loop(q_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n"
+           "    for kv_idx in pypto.loop(kv_tiles, ...):")
+def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
+    """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
+    allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
+    outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing."""
+    if ctx.program is None:
+        return
+    kv, q = ctx.program.kv_and_q_loops()
+    if kv is None:
+        return
+    names = set(bd.accumulator_names(ctx))
+    for node, loops in ctx.program.walk():
+        if _allocation(node, names) is None:
+            continue
+        if kv in loops:
+            yield Hit(node.line, f"accumulator allocated inside the KV-tile loop (line {kv.line}): reset every tile")
+        elif q is None or q not in loops:
+            yield Hit(node.line, "accumulator allocated outside the Q-tile loop: state leaks between Q tiles")
+
+
+def _carries_state(ctx: Context, kv) -> bool:
+    names = set(bd.accumulator_names(ctx))
+    for node, loops in ctx.program.walk():
+        if kv in loops:
+            targets = getattr(node.stmt, "targets", []) or []
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(base, ast.Name) and base.id in names:
+                    return True
+    return False
+
+
+@rule("SK-01-R3", "error", "pseudocode", "SK-01-R3 (AT-01-R2)",
+      "the dynamic KV-tile loop has no is_loop_begin / is_loop_end three-way branch",
+      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    ...\n    oi[:] = pypto.add(...)",
+      good="if pypto.cond(pypto.is_loop_begin(kv_idx)):\n    if pypto.cond(pypto.is_loop_end(kv_idx)): ...\n"
+           "    else: ...\nelse: ...")
+def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
+    """The baseline form (or, without the block, a ``pypto.loop`` / ``loop_unroll`` KV loop that
+    carries oi/li/mi) branches three ways on ``is_loop_begin`` / ``is_loop_end``: only tile, first
+    tile, later tiles. The performance form drops the branch instead (SK-01-P2)."""
+    program = ctx.program
+    if program is None:
+        return
+    kv, _q = program.kv_and_q_loops()
+    if kv is None:
+        return
+    if ctx.block is not None:
+        if ctx.block.get("skeleton") != "SK-01" or ctx.form != "baseline":
+            return
+    elif kv.loop_kind not in ("pypto.loop", "loop_unroll") or not _carries_state(ctx, kv):
+        return
+    used = {call_name(c) for c, _n, loops in program.calls() if kv in loops}
+    missing = [p for p in ("is_loop_begin", "is_loop_end") if p not in used]
+    if missing:
+        yield Hit(kv.line, f"KV-tile loop has no three-way branch: {' and '.join(missing)} not used")
+
+
+@rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
+      "unroll_list has more than one value, or sits on a loop that is not the innermost",
+      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):",
+      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):")
+def check_unroll(ctx: Context) -> Iterator[Hit]:
+    """Start from one unroll factor (the block's ``unroll_list`` and every ``unroll_list=`` in the
+    pseudocode hold exactly one value) and put it on the innermost ``pypto.loop`` only (a static Python
+    ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count). Further
+    factors are tuning candidates; a multi-value list must cover every iteration count."""
+    block = ctx.block
+    if block is not None and "unroll_list" in block:
+        value = block["unroll_list"]
+        if not isinstance(value, list) or len(value) != 1:
+            yield Hit(ctx.block_line("unroll_list"), f"unroll_list {value!r} should hold exactly one factor")
+    if ctx.program is None:
+        return
+    for node, _loops in ctx.program.walk():
+        it = getattr(node.stmt, "iter", None)
+        value = keyword(it, "unroll_list") if isinstance(it, ast.Call) else None
+        if value is None:
+            continue
+        if not isinstance(value, (ast.List, ast.Tuple)) or len(value.elts) != 1:
+            yield Hit(node.line, f"unroll_list={ast.unparse(value)} should hold exactly one factor")
+        inner = [c for c, _l in ctx.program.walk(node.body) if c.loop_kind in ("pypto.loop", "loop_unroll")]
+        if inner:
+            yield Hit(node.line, f"unroll_list on a loop that is not the innermost pypto.loop (line {inner[0].line})")
+
+
+@rule("C-SYM-06", "error", "pseudocode", "C-SYM-06, C-LOOP-02",
+      "Python range over a symbolic bound",
+      bad="for kv_idx in range(kv_tiles):   # kv_tiles depends on seq_kv",
+      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES) with a constant")
+def check_range_bounds(ctx: Context) -> Iterator[Hit]:
+    """A Python ``range`` bound is an int literal or an UPPER_CASE module constant (or arithmetic of
+    those); anything else is treated as symbolic and needs ``pypto.loop``."""
+    if ctx.program is None:
+        return
+    for node, _loops in ctx.program.walk():
+        if node.loop_kind == "range":
+            bad = [a for a in node.stmt.iter.args if not is_static(a)]
+            if bad:
+                yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
+
+
+@rule("C-SYM-07", "error", "pseudocode", "C-SYM-07 (AT-20-R5)",
+      "pypto.view shape is not a list of integer literals or constants",
+      bad="kj = pypto.view(k, [kv_valid, HEAD_DIM], [b_idx, kv_h, kv_off, 0])",
+      good="kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])")
+def check_view_shapes(ctx: Context) -> Iterator[Hit]:
+    """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals or
+    UPPER_CASE constants. Symbols (valid lengths, offsets) go into the offsets and ``valid_shape``."""
+    if ctx.program is None:
+        return
+    for call, node, _loops in ctx.program.calls():
+        if dotted(call.func) not in ("pypto.view", "view"):
+            continue
+        shape = call.args[1] if len(call.args) > 1 else keyword(call, "shape")
+        if shape is None:
+            continue
+        if isinstance(shape, (ast.List, ast.Tuple)):
+            bad = [e for e in shape.elts if not is_static(e)]
+        else:
+            bad = [] if isinstance(shape, ast.Name) and is_constant_name(shape.id) else [shape]
+        if bad:
+            yield Hit(ctx.program.call_line(call, node),
+                      f"pypto.view shape uses {', '.join(ast.unparse(e) for e in bad)}: shapes are compile-time ints")

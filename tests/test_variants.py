@@ -1,0 +1,169 @@
+"""SK-01 variants of issue 4: paged KV (AT-17), FP8 P.V (AT-08/06), sliding window, mask tensor, balance."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from math import ceil
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import EXAMPLES, run_cli
+from opdesign.estimate import estimate
+from opdesign.estimate_variants import balance, greedy_balance, kv_block_ranges
+from opdesign.spec import load_spec, parse_spec
+
+
+def _new(tmp_path, spec_path, name):
+    out = tmp_path / name
+    res = run_cli("new", "--spec", str(spec_path), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    return out / f"{name}_scaffold.py"
+
+
+def _run(path):
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+
+
+def _spec_file(tmp_path, base, name, **changes):
+    data = yaml.safe_load((EXAMPLES / f"{base}.yaml").read_text())
+    data["op_name"] = name
+    for key, value in changes.items():
+        if key == "shape":
+            data["shape"].update(value)
+        else:
+            data[key] = value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("name", ["paged_fp8_decode", "causal_gqa_fai", "sliding_window_512"])
+def test_variant_examples_pass_their_self_check(tmp_path, name):
+    res = _run(_new(tmp_path, EXAMPLES / f"{name}.yaml", name))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "FAIL" not in res.stdout and "self-check:" in res.stdout
+
+
+def test_paged_fp8_plan():
+    plan = estimate(load_spec(EXAMPLES / "paged_fp8_decode.yaml"))
+    assert plan.variant == "PageAttn FP8"
+    assert [a.id for a in plan.atoms][-3:] == ["AT-17", "AT-08", "AT-06"]
+    assert plan.unroll.candidates == [8, 4, 2, 1]
+    # smallest typical KV length 1000 -> 8 tiles of 128: the factor 8 runs one full group
+    assert plan.unroll_factor == 8 and plan.kv_loop == "loop_unroll" and plan.unroll.unroll_list == [8]
+    assert plan.config["runtime_options"]["ready_on_host_tensors"] == ["block_table", "kv_act_seqs"]
+    assert plan.config["pass_options"]["vec_nbuffer_setting"] == {-1: 6}
+    assert plan.kv_tile % plan.block_size == 0
+    counts = {d.name: d.value for d in plan.counts}
+    assert counts["seq_kv_paged"] == 4096 and counts["pages_per_kv_tile"] == 1
+    assert plan.cube_tiles["C2"].operand_dtype == "fp8"
+    assert (plan.rtol, plan.atol) == (0.125, 0.0625)  # 2u and u of E4M3, u = 2**-4
+    names = [t.name for t in plan.primary_inputs]
+    assert names == ["q", "k_cache", "v_cache", "block_table", "kv_act_seqs", "v_scale"]
+
+
+def test_mask_tensor_takes_the_fa_score_candidates(tmp_path):
+    spec = load_spec(_spec_file(tmp_path, "causal_gqa_tail", "score", mask="tensor"))
+    plan = estimate(spec)
+    assert plan.variant == "FA Score" and plan.unroll.candidates == [4, 2, 1]
+    assert plan.unroll_factor == 4  # smallest typical config has 6 KV tiles
+    assert plan.primary_inputs[-1].name == "attn_mask"
+
+
+@pytest.mark.parametrize("spec,old,new", [
+    # block_size 64 puts two pages in a 128-row KV tile, so a tile can hold an unused (-1) entry
+    ("paged_fp8_decode", "block_id = max(int(table_row[logical]), 0)", "block_id = int(table_row[logical])"),  # no clamp
+    ("paged_fp8_decode", "oij = (pij_c @ vj) / p_scale *", "oij = (pij_c @ vj) * p_scale *"),  # FP8 scale inverted
+    ("sliding_window_512", "ok &= kv_cols[None, :] > diag - WINDOW", "ok &= kv_cols[None, :] > diag - 2 * WINDOW"),
+])
+def test_broken_variant_fails_its_self_check(tmp_path, spec, old, new):
+    if spec == "paged_fp8_decode":
+        path = _new(tmp_path, _spec_file(tmp_path, spec, "paged64", shape={"block_size": 64}), "paged64")
+        assert "PAGES_PER_TILE = 2" in (tmp_path / "paged64" / "DESIGN.md").read_text()
+        good = _run(path)
+        assert good.returncode == 0, good.stdout
+    else:
+        path = _new(tmp_path, EXAMPLES / f"{spec}.yaml", spec)
+    code = path.read_text()
+    assert old in code
+    if "WINDOW" in old:  # break the kernel only: the golden keeps the true window
+        code = code.replace("def golden(x):", "def golden(x, _true=visible_mask):", 1)
+        code = code.replace("        ok = visible_mask(np.arange(sq)", "        ok = _true(np.arange(sq)", 1)
+    path.write_text(code.replace(old, new, 1))
+    res = _run(path)
+    assert res.returncode == 1, res.stdout
+    assert "FAIL" in res.stdout
+
+
+@pytest.mark.parametrize("mask,extra", [("causal", {}), ("sliding_window", {"window": 64}), ("tensor", {})])
+def test_fully_masked_rows_are_zero_not_nan(tmp_path, mask, extra):
+    # seq_q > seq_kv: with bottom-right alignment the first rows see no column at all
+    path = _spec_file(tmp_path, "causal_gqa_tail", f"fm_{mask}", mask=mask, shape=dict(extra),
+                      typical_configs=[{"name": "q300_kv100", "type": "functional", "priority": "P0",
+                                        "shape": {"batch": 1, "seq_q": 300, "seq_kv": 100}}])
+    scaffold = _new(tmp_path, path, f"fm_{mask}")
+    res = _run(scaffold)
+    assert res.returncode == 0, res.stdout + res.stderr
+    sys.path.insert(0, str(scaffold.parent))
+    try:
+        module = __import__(scaffold.stem)
+        x = module.make_inputs(module.CONFIGS[0])
+        got = module.kernel(module.device_view(x))
+    finally:
+        sys.path.pop(0)
+    assert np.isfinite(got).all()
+    if mask != "tensor":
+        assert np.all(got[:, :, :200] == 0)  # rows 0..199 see no key (c <= r - 200)
+        assert np.any(got[:, :, 200:] != 0)
+    else:
+        assert np.all(got[0, :, 0] == 0)  # the forced fully masked row
+
+
+def _brute_force_blocks(mask, sq, skv, qt, kt, window=None):
+    rows = np.arange(sq)[:, None]
+    cols = np.arange(skv)[None, :]
+    ok = np.ones((sq, skv), bool)
+    if mask in ("causal", "sliding_window"):
+        ok &= cols <= rows + skv - sq
+    if mask == "sliding_window":
+        ok &= cols > rows + skv - sq - window
+    return [len({c // kt for c in np.nonzero(ok[i * qt:(i + 1) * qt].any(axis=0))[0]}) for i in range(ceil(sq / qt))]
+
+
+@pytest.mark.parametrize("mask,sq,skv,qt,kt,window", [
+    ("causal", 1000, 1000, 128, 128, None), ("causal", 300, 700, 64, 128, None),
+    ("sliding_window", 4096, 4096, 128, 128, 512), ("sliding_window", 300, 1000, 128, 64, 100),
+    ("causal", 300, 100, 128, 128, None),
+])
+def test_kv_block_ranges_match_brute_force(mask, sq, skv, qt, kt, window):
+    counts = [n for _, n in kv_block_ranges(mask, sq, skv, qt, kt, window)]
+    assert counts == _brute_force_blocks(mask, sq, skv, qt, kt, window)
+
+
+def test_balance_weights_equal_a_brute_force_count():
+    spec = load_spec(EXAMPLES / "causal_gqa_fai.yaml")
+    plan = estimate(spec)
+    s = spec.shape
+    per_block = _brute_force_blocks("causal", s.seq_q, s.seq_kv, plan.q_tile, plan.kv_tile)
+    weights = per_block * (s.batch * s.num_heads)
+    assert plan.balance is not None and plan.balance.cores == 32
+    assert plan.balance.total_valid_blocks == sum(weights)
+    start = 0
+    for core in plan.balance.per_core:  # contiguous ranges of (batch, head, q block)
+        assert core.weight == sum(weights[start:start + core.q_blocks])
+        start += core.q_blocks
+    assert start == len(weights)
+    mean = sum(weights) / 32
+    assert plan.balance.imbalance == pytest.approx(max(c.weight for c in plan.balance.per_core) / mean, abs=1e-4)
+
+
+def test_balance_says_when_fewer_cores_do_as_well():
+    # one heavy q block (weight 10) dominates: 2 cores reach the same busiest-core weight as 8
+    result = balance([10, 1, 1, 1], 8)
+    assert max(c.weight for c in result.per_core) == 10
+    assert result.fewer_cores == 2 and "fewer cores would do as well" in result.note
+    assert greedy_balance([0, 0], 4) == ([0, 0, 0, 0], [0, 0, 0, 0])
