@@ -12,7 +12,7 @@ import yaml
 from conftest import EXAMPLES, run_cli
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate import causal_valid_blocks, estimate
+from opdesign.estimate import estimate
 from opdesign.spec import load_spec, parse_spec
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
@@ -92,22 +92,11 @@ def test_causal_gqa_tail_counts_and_budget():
         assert tile.shape[1] * 4 % 32 == 0 and tile.shape[1] * 2 % 32 == 0
 
 
-@pytest.mark.parametrize("sq,skv,qt,kt", [(1000, 1000, 128, 128), (300, 700, 128, 128), (130, 64, 16, 32), (64, 1000, 64, 128)])
-def test_causal_valid_blocks_match_brute_force(sq, skv, qt, kt):
-    expected = []
-    for i in range(ceil(sq / qt)):
-        blocks = set()
-        for r in range(i * qt, min((i + 1) * qt, sq)):
-            for c in range(skv):
-                if c <= r + skv - sq:
-                    blocks.add(c // kt)
-        expected.append(len(blocks))
-    assert causal_valid_blocks(sq, skv, qt, kt) == expected
-
-
-def test_unsupported_variant_is_named():
-    with pytest.raises(SpecError, match="kv_cache: 'paged' is not planned"):
-        estimate(_variant(CAUSAL, kv_cache="paged", shape__block_size=128))
+def test_variant_fields_are_required():
+    with pytest.raises(SpecError, match="shape.block_size: required when kv_cache is 'paged'"):
+        _variant(CAUSAL, kv_cache="paged")
+    with pytest.raises(SpecError, match="shape.window: required when mask is 'sliding_window'"):
+        _variant(CAUSAL, mask="sliding_window")
 
 
 def test_estimate_json_has_the_documented_keys():

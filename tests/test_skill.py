@@ -3,7 +3,9 @@
 Example format in SKILL.md: a line ``<!-- call: TOOL -->`` followed by a ```json
 block of arguments; optionally ``<!-- result: TOOL -->`` followed by a ```json
 block that shows part of the answer (every key and value shown must be in the
-real answer; lists show a prefix; the string "..." matches anything).
+real answer; a list shows a selection of the real items in their order; the
+string "..." matches anything). A call followed by a result holding "error" must
+fail with that error; every other call must succeed.
 """
 
 from __future__ import annotations
@@ -53,11 +55,20 @@ def _matches(shown: object, actual: object, where: str = "$") -> None:
             assert key in actual, f"{where}: no key {key!r} in the real answer"
             _matches(value, actual[key], f"{where}.{key}")
     elif isinstance(shown, list):
-        assert isinstance(actual, list) and len(shown) <= len(actual), f"{where}: {shown!r} vs {actual!r}"
-        for i, value in enumerate(shown):
-            _matches(value, actual[i], f"{where}[{i}]")
+        assert isinstance(actual, list), f"{where}: expected a list, got {actual!r}"
+        rest = iter(enumerate(actual))
+        for value in shown:  # a selection of the real items, in their order
+            assert any(_fits(value, item) for _, item in rest), f"{where}: {value!r} is not among {actual!r}"
     else:
         assert shown == actual, f"{where}: SKILL.md shows {shown!r}, the tool answers {actual!r}"
+
+
+def _fits(shown: object, actual: object) -> bool:
+    try:
+        _matches(shown, actual)
+    except AssertionError:
+        return False
+    return True
 
 
 def test_front_matter_and_length():
@@ -86,18 +97,18 @@ def test_every_example_call_runs_and_matches_its_schema(tmp_path):
     calls = [e for e in examples if e[0] == "call"]
     assert {tool for _, tool, _, _ in calls} == set(TOOLS), "every tool needs an example call"
     errors = error_schema()
-    last: dict[str, object] = {}
-    for kind, tool, data, line in examples:
+    payload = None
+    for i, (kind, tool, data, line) in enumerate(examples):
         assert tool in TOOLS, f"line {line}: unknown tool {tool}"
-        if kind == "call":
-            schema = TOOLS[tool].input_schema()
-            validator_for(schema)(schema).validate(data)
-            payload, ok = call_tool(tool, data, tmp_path)
-            schema = TOOLS[tool].output_schema() if ok else errors
-            validator_for(schema)(schema).validate(payload)
-            last[tool] = (payload, ok, line)
-        else:
-            assert tool in last, f"line {line}: a result of {tool} before any call of it"
-            payload, ok, call_line = last[tool]
-            assert ok == ("error" not in data), f"line {call_line}: {tool} answered {payload}"
+        if kind == "result":
+            assert examples[i - 1][:2] == ("call", tool), f"line {line}: a result must follow a call of {tool}"
             _matches(data, payload, f"{tool}@{line}")
+            continue
+        schema = TOOLS[tool].input_schema()
+        validator_for(schema)(schema).validate(data)
+        payload, ok = call_tool(tool, data, tmp_path)
+        shown = examples[i + 1] if i + 1 < len(examples) else None
+        expect_error = shown is not None and shown[:2] == ("result", tool) and "error" in shown[2]
+        assert ok != expect_error, f"line {line}: {tool} answered {payload}"
+        schema = TOOLS[tool].output_schema() if ok else errors
+        validator_for(schema)(schema).validate(payload)

@@ -166,14 +166,22 @@ def test_catalog_tools():
     assert card["id"] == "SK-01" and card["flow_pattern"] == "C1 -> V1 -> C2"
     assert _error("get_pattern", {"id": "SK-99"})["code"] == "not_found"
     tile_rules = _call("list_rules", {"prefix": "c-tile"})["rules"]
-    assert [r["id"] for r in tile_rules] == [f"C-TILE-{i:02d}" for i in range(1, 9)]
-    all_ids = {r["id"] for r in _call("list_rules", {})["rules"]}
-    assert {"C-API-06", "SK-01-R1"} <= all_ids
+    assert [r["id"] for r in tile_rules if r["kind"] == "constraint"] == [f"C-TILE-{i:02d}" for i in range(1, 9)]
+    checks = {r["id"]: r for r in tile_rules if r["kind"] == "check"}
+    assert checks["C-TILE-03"]["family"] == "numbers" and checks["C-TILE-03"]["level"] == "error"
+    rows = _call("list_rules", {})["rules"]
+    assert {("C-API-06", "constraint"), ("SK-01-R1", "card"), ("SK-01-R1", "check"), ("OD-DOC-05", "check")} <= {
+        (r["id"], r["kind"]) for r in rows}
     rule = _call("explain_rule", {"id": "c-tile-02"})
     assert rule["kind"] == "constraint" and rule["owner"] == "constraints/tiling.yaml"
     assert rule["parameters"]["align_bytes"] == 32
+    assert rule["check"]["family"] == "numbers" and rule["check"]["bad"] and rule["check"]["good"]
     card_rule = _call("explain_rule", {"id": "SK-01-R1"})
     assert card_rule["kind"] == "card" and card_rule["owner"] == "SK-01" and card_rule["level"] == "must"
+    assert card_rule["check"]["family"] == "pseudocode"
+    check = _call("explain_rule", {"id": "od-doc-05"})
+    assert (check["kind"], check["level"], check["owner"]) == ("check", "error", None)
+    assert check["text"] == check["check"]["message"] and "TODO" in check["check"]["bad"]
     assert _error("explain_rule", {"id": "C-TILE-99"})["code"] == "not_found"
 
 
@@ -311,3 +319,46 @@ def test_root_resolves_and_scrubs(tmp_path):
     jail = Root(tmp_path)
     assert jail.resolve("a/../b", "f") == tmp_path.resolve() / "b"
     assert jail.scrub({"x": [f"{jail.path}/a.md: bad", str(jail.path)]}) == {"x": ["a.md: bad", "."]}
+
+
+def test_validate_design_on_a_generated_folder_a_file_and_inline_text(root):
+    from opdesign.validate import validate_paths
+
+    _call("new_design", {"spec_path": "specs/causal_gqa_tail.yaml", "out_dir": "op"}, root)
+    report = _call("validate_design", {"design_path": "op"}, root)
+    assert report["summary"]["error"] == 0, report["findings"]
+    assert report["files"] == ["op/DESIGN.md"]
+    direct = validate_paths([root / "op"]).model_dump(mode="json")
+    assert report == Root(root).scrub(direct)
+    assert _call("validate_design", {"design_path": "op/DESIGN.md"}, root)["summary"]["error"] == 0
+
+    text = (root / "op/DESIGN.md").read_text(encoding="utf-8")
+    interfaces = (root / "op/eval/module_interfaces.yaml").read_text(encoding="utf-8")
+    inline = _call("validate_design", {"text": text, "interfaces_text": interfaces})
+    assert inline["summary"]["error"] == 0 and inline["files"] == ["DESIGN.md"]
+    lines = text.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("| q_tile"))
+    lines[row] = "| q_tile | <Q_TILE> | TODO | - |"
+    broken = _call("validate_design", {"text": "\n".join(lines) + "\n", "interfaces_text": interfaces})
+    placeholders = [f for f in broken["findings"] if f["rule"] == "OD-DOC-05"]
+    assert placeholders and {f["line"] for f in placeholders} == {row + 1}
+    assert all(f["level"] == "error" and f["file"] == "DESIGN.md" for f in placeholders)
+
+
+def test_rank_candidates_matches_the_cli_library_call(root):
+    from opdesign.costmodel import rank_candidates
+    from opdesign.spec import load_spec
+
+    spec_file = root / "specs/dense_fa_8192.yaml"
+    ranking = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml"}, root)
+    direct = rank_candidates(load_spec(spec_file), top=10, plan=plan_from_spec_file(spec_file))
+    assert ranking == direct.model_dump(mode="json")
+    assert len(ranking["rows"]) == 10 and ranking["rejected"] == []
+    assert [r["rank"] for r in ranking["rows"]] == list(range(1, 11))
+    assert ranking["chosen_rank"] == 1 and ranking["chosen"]["q_tile"] == 4096
+    with_rejected = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml", "top": 2,
+                                              "include_rejected": True}, root)
+    assert len(with_rejected["rows"]) == 2 and len(with_rejected["rejected"]) == 2
+    assert all(r["rejected_rules"] for r in with_rejected["rejected"])
+    refused = _error("rank_candidates", {"spec_path": "specs/sparse_topk_2048.yaml"}, root)
+    assert refused["code"] == "spec_invalid" and "SK-02" in refused["message"]

@@ -8,12 +8,13 @@ overwrite, bad arguments). Human output goes to stdout, diagnostics to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import typer
 
-from opdesign.errors import OpdesignError
+from opdesign.errors import EXIT_INTERNAL, OpdesignError
 
 app = typer.Typer(
     add_completion=False,
@@ -246,6 +247,24 @@ def validate_cmd(
 
 # === rank ===
 
+
+@app.command("rank")
+def rank_cmd(
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)"),
+    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected)"),
+    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON"),
+    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids"),
+) -> None:
+    """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
+    from opdesign.costmodel import rank_candidates
+    from opdesign.costmodel_render import render_ranking_text
+    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.spec import load_spec
+
+    ranking = rank_candidates(load_spec(spec), top=top, include_rejected=show_rejected,
+                              plan=plan_from_spec_file(spec))
+    typer.echo(ranking.model_dump_json(indent=2) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
+
 # === tool / mcp ===
 
 tool_app = typer.Typer(no_args_is_help=True, help="Agent tools: JSON Schemas, one JSON call in, one JSON result out.")
@@ -283,9 +302,20 @@ def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP)) -
 
 
 def main() -> None:
-    """Console-script entry point; turns OpdesignError into its exit code."""
+    """Console-script entry point.
+
+    ``OpdesignError`` -> ``error: <code>: <message>`` on stderr and its exit code
+    (2 for bad input); any other exception is a bug: ``error: internal_error: ...``
+    and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback).
+    """
     try:
         app()
-    except OpdesignError as err:  # raised outside a command wrapper
+    except OpdesignError as err:
         typer.echo(f"error: {err.code}: {err.message}", err=True)
         sys.exit(err.exit_code)
+    except Exception as err:  # noqa: BLE001 - last line of defence: no traceback for users
+        if os.environ.get("OPDESIGN_DEBUG"):
+            raise
+        typer.echo(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
+                   "rerun with OPDESIGN_DEBUG=1 for the traceback)", err=True)
+        sys.exit(EXIT_INTERNAL)

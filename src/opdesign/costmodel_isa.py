@@ -139,11 +139,11 @@ def vector_cycles(op: str, dtype: str, rows: int, cols: int) -> int:
     return floor(f.slope * rows * cols + f.bias + 0.5)
 
 
-def matmul_cycles(m: int, k: int, n: int, operand_dtype: str, device: DeviceProfile) -> int:
-    """TMATMUL ``[m, k] x [k, n]``: head + 16x16x16 fractals at the device's cube rate."""
-    fractals = ceil(m / 16) * ceil(k / 16) * ceil(n / 16)
+def matmul_cycles(m, k, n, operand_dtype: str, device: DeviceProfile):
+    """TMATMUL ``[m, k] x [k, n]``: head + 16x16x16 fractals at the device's cube rate (ints or arrays)."""
+    fractals = (-(-m // 16)) * (-(-k // 16)) * (-(-n // 16))
     per = TMATMUL_CYCLES_PER_FRACTAL[DTYPE_BYTES[operand_dtype]] * FRACTAL_MACS / device.cube_macs_per_cycle
-    return TMATMUL_HEAD_CYCLES + ceil(fractals * per)
+    return TMATMUL_HEAD_CYCLES + np.ceil(fractals * per)
 
 
 def cvt_cycles(src_dtype: str, rows: int, cols: int) -> int:

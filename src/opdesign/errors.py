@@ -3,7 +3,8 @@
 Every error opdesign raises on purpose is an :class:`OpdesignError` with a
 stable ``code`` (used in JSON tool errors) and an ``exit_code`` (used by the
 CLI). Exit codes: 0 success, 1 findings at error level / failed self-check,
-2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments).
+2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments),
+3 internal error (a bug; the message says so).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
+EXIT_INTERNAL = 3  # a bug in opdesign, never a user mistake
 
 
 class OpdesignError(Exception):

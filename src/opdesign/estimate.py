@@ -216,7 +216,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_reason = ("no golden given; SK-01 keeps C1 -> V1 -> C2 and the online-softmax state in one "
                          "module (the softmax chain and the state it carries belong together)")
     rtol, atol = fp8_tolerance(*spec.tolerance) if spec.quant == "fp8" else spec.tolerance
-    return Plan(
+    plan = Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
         kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
         head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
@@ -245,6 +245,16 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         variant=variant, balance=bal, block_size=s.block_size, window=s.window,
         **overrides,
     )
+    return _with_tuning(spec, plan)
+
+
+def _with_tuning(spec: Spec, plan: Plan) -> Plan:
+    """Add the cost-model rank of the plan's tiles and the next best legal candidates (issue: cost model)."""
+    from opdesign.costmodel import rank_candidates, tuning_candidates
+
+    ranking = rank_candidates(spec, top=1, plan=plan)
+    return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
+                                   "tuning": tuning_candidates(spec, plan, n=3)})
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:

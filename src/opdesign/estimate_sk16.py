@@ -14,10 +14,8 @@ Decisions and their sources (numbers come from the catalog, never hard-coded):
 * Tiles: square ``Q_TILE = KV_TILE`` so one C2 TileShape serves dV = P^T dO,
   dQ = dS K and dK = dS^T Q (each has m, k in {Q_TILE, KV_TILE}); start from
   the SK-01 safe baseline 128 and halve until UB, L1 and L0 fit (C-TILE-03).
-* UB (per vector sub-block): forward statistics rows, the two C1 results
-  (S, dP) and the two V2 inputs (dQ, dK) double-buffered like the FAI result
-  buffers, the BF16 casts of P and dS (SK-16-R9), the largest vector op
-  (C-TILE-03 per-op formula) and, for two passes, the UB accumulators.
+* Budgets and the expansion estimate: :mod:`opdesign.budget_sk16` (shared
+  with the validator).
 * Configuration: the SK-16 card's runtime/pass options (stitch 512,
   sched_mode 3, l1_reuse); ``max_workspace_kb`` on a3 (the card's A3 value).
 """
@@ -32,21 +30,14 @@ from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate import axis_hi
 from opdesign.estimate_parts import NP_DTYPE, choose_cube_tiles
+from opdesign.budget_sk16 import budgets, expansion
 from opdesign.estimate_variants import kv_block_ranges
 from opdesign.plan import (
-    Budget, BudgetItem, Choice, ConfigEntry, CubeTile, Decision, Expansion, ExpansionOp, FormCheck,
-    LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
+    Budget, Choice, ConfigEntry, Decision, FormCheck, LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
 )  # fmt: skip
 from opdesign.spec import Spec
 
 SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
-# Vector ops per stage with their input counts, and the view each runs on
-# ("s": [Q_TILE, KV_TILE] scores, "d": [tile, head_dim] rows). SK-16 stage table
-# (domain.md §4); D = rowsum(O * dO) is loop-invariant over s2 and hoisted.
-V1_OPS = (("muls_scale", 1, "s"), ("sub_m", 2, "s"), ("exp", 1, "s"), ("div_l", 2, "s"), ("sub_delta", 2, "s"),
-          ("mul_p", 2, "s"), ("cast_p", 1, "s"), ("cast_ds", 1, "s"), ("mul_o_do", 2, "d"), ("sum_delta", 1, "d"))
-V2_OPS = (("muls_dq", 1, "d"), ("muls_dk", 1, "d"))
-TWO_PASS_V2_OPS = (("add_acc", 2, "d"),)
 ATOMS = (
     ("AT-12", "C1: S = Q K^T (scale applied in V1 as a compile-time float, SK-16-R6); dP = dO V^T has the same shape"),
     ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape, no where masks (SK-16-R5)"),
@@ -133,7 +124,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
         tile_decisions=tile_decisions, cube_tiles=cube, vec_tiles=vec,
         unroll=_unroll(sk16), unroll_factor=1,
         root_count=root_count, task_count=task_count, work_per_root_macs=work, counts=counts,
-        ub_budget=ub, l1_budget=l1, l0_budgets=l0, expansion=_expansion(vec, passes),
+        ub_budget=ub, l1_budget=l1, l0_budgets=l0, expansion=expansion(vec, passes),
         loops=_loops(spec, passes), state=_state(spec, tile, passes),
         config=config, config_entries=entries,
         primary_inputs=primary, final_outputs=outputs, modules=modules,
@@ -155,6 +146,9 @@ def _check_supported(spec: Spec) -> None:
         if value not in allowed:
             raise SpecError(f"{field}: {value!r} is not planned for SK-16 backward by this version "
                             f"(supported: {', '.join(allowed)}); see the README's scope section")
+    if spec.two_pass_reason is not None and spec.mask != "none":
+        raise SpecError(f"two_pass_reason: the two-pass backward is planned for mask 'none' only "
+                        f"(mask {spec.mask!r}: pass 2 would visit masked Q tiles)")
     for i, axis in enumerate(spec.dynamic_axes):
         if not axis.uniform:
             raise SpecError(f"dynamic_axes.{i}.uniform: varlen backward (cumulative actual_q / actual_kv, SK-16-R10) "
@@ -195,8 +189,7 @@ def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
         cube = {s: t.model_copy(update={"reason": CUBE_REASON[s]})
                 for s, t in choose_cube_tiles(spec, "baseline", tile, tile, sk01).items()}
         vec = _vec_tiles(spec, tile, sk01)
-        ub, l1 = ub_budget(spec, device, tile, vec, passes), l1_budget(spec, device, tile, cube)
-        l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+        ub, l1, l0 = budgets(device, tile, spec.shape.head_dim, spec.dtype, cube, vec, passes)
         over = [b for b in (ub, l1, *l0) if not b.fits]
         if not over:
             break
@@ -231,73 +224,6 @@ def _vec_tiles(spec: Spec, tile: int, sk01: Card) -> dict[str, VecTile]:
         "V2": VecTile(stage="V2", shape=(rows, min(hi, budget.align_up(d, 16))), dtype="fp32", view=(tile, d),
                       reason="D = rowsum(O*dO) before the s2 loop, then the dQ/dK scale on [tile, head_dim] (C-TILE-08: new shape, new TileShape)"),
     }
-
-
-def _item(name: str, nbytes: int, formula: str, source: str) -> BudgetItem:
-    return BudgetItem(name=name, bytes=nbytes, formula=formula, source=source)
-
-
-def _make_budget(buffer: str, items: list[BudgetItem], capacity: int, capacity_source: str) -> Budget:
-    total = sum(i.bytes for i in items)
-    return Budget(buffer=buffer, items=items, total_bytes=total, capacity_bytes=capacity,
-                  capacity_source=capacity_source, fits=total <= capacity)
-
-
-def ub_budget(spec: Spec, device: DeviceProfile, tile: int, vec: dict[str, VecTile], passes: int) -> Budget:
-    """UB bytes per vector sub-block for one SK-16 block pair; rows split over ``aiv_per_aic`` (FAI CV_RATIO)."""
-    counts = load_catalog().constraint("C-TILE-03").param("tensor_count")
-    align = load_catalog().constraint("C-TILE-02").param("align_bytes")
-    cv, d, acc, nbuf = device.aiv_per_aic, spec.shape.head_dim, budget.ACC_BYTES, budget.RESULT_BUFFERS
-    rows = ceil(tile / cv)
-    d64 = budget.align_up(d, 64)
-    v1 = budget.vec_op_bytes(vec["V1"], counts["binary"])
-    v2 = budget.vec_op_bytes(vec["V2"], counts["reduce"])
-    items = [
-        _item("stats_rows", 3 * rows * align, f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
-              "SK-16-R2 l/m read from inputs, C-TILE-02 32 B tail"),
-        _item("MM1_RESULTS", 2 * rows * tile * acc * nbuf, f"2 results (S, dP) x {rows} x {tile} x 4 x {nbuf} buffers",
-              "SK-16 C1, FAI static resources (domain.md §7)"),
-        _item("P_DS_CAST", 2 * rows * tile * spec.dtype_bytes, f"2 casts (P, dS) x {rows} x {tile} x {spec.dtype_bytes} B",
-              "SK-16-R9 cast before C2"),
-        _item("MM2_RESULTS", 2 * rows * d64 * acc * nbuf, f"2 results (dQ, dK) x {rows} x Align64(head_dim) {d64} x 4 x {nbuf} buffers",
-              "SK-16 V2 (dV goes matmul -> atomic_add without UB), FAI static resources"),
-        _item("vector_op_peak", max(v1, v2),
-              f"max(V1 binary {vec['V1'].shape[0]}x{vec['V1'].shape[1]}x4x{counts['binary']}, "
-              f"V2 reduce {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['reduce']})",
-              "C-TILE-03 per-op formula (tensor_count binary/reduce)"),
-    ]
-    if passes == 2:
-        items.append(_item("acc_resident", 2 * rows * d * acc, f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
-                           "backward decision table (two pass: UB accumulators), C-LOOP-06"))
-    return _make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
-
-
-def l1_budget(spec: Spec, device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Budget:
-    """L1 bytes: Q, K, V, dO tiles (C1 and C2 operands) plus P and dS at the FAI pipeline depth."""
-    b = budget.DTYPE_BYTES[cube["C2"].operand_dtype]
-    dk = cube["C1"].k[1]
-    depth = budget.KERNEL_TASK_NUM
-    items = [
-        _item("q_k_v_do_tiles", 4 * tile * dk * b, f"4 tiles (Q, K, V, dO) x {tile} x kL1 {dk} x {b} B",
-              "SK-16 C1/C2 operands, C-TILE-05 [L0, L1] tiles"),
-        _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
-              "FAI MM2_LEFT_SIZE (domain.md §7), SK-16 C2 operands"),
-    ]
-    return _make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
-
-
-def _expansion(vec: dict[str, VecTile], passes: int) -> Expansion:
-    """Per-op ``ceil(view / tile) x (1 + inputs)`` (C-TILE-04 estimate); "d" ops use the V2 TileShape."""
-    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
-    ops = []
-    for stage, table in (("V1", V1_OPS), ("V2", V2_OPS + (TWO_PASS_V2_OPS if passes == 2 else ()))):
-        for name, inputs, view in table:
-            t = vec["V1" if view == "s" else "V2"]
-            n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
-            ops.append(ExpansionOp(stage=stage, op=name, inputs=inputs, tiles=n, expressions=n * (1 + inputs)))
-    worst = max(o.expressions for o in ops)
-    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops), traced_copies=1,
-                     limit=limit, within_limit=worst <= limit)
 
 
 def _unroll(sk16: Card) -> Unroll:
@@ -372,8 +298,8 @@ def _loops(spec: Spec, passes: int) -> list[LoopRow]:
 def _state(spec: Spec, tile: int, passes: int) -> list[StateRow]:
     d = spec.shape.head_dim
     rows = [
-        StateRow(name="delta", shape=f"[{tile}, 1]", dtype="fp32", init="rowsum(O * dO) before the s2 loop",
-                 update="none (loop-invariant over s2)", final_use="dS = P * (dP - delta) in every KV tile"),
+        StateRow(name="di", shape=f"[{tile}, 1]", dtype="fp32", init="D = rowsum(O * dO) before the s2 loop",
+                 update="none (loop-invariant over s2)", final_use="dS = P * (dP - di) in every KV tile"),
     ]
     if passes == 1:
         return rows + [

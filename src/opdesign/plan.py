@@ -210,6 +210,9 @@ class Plan(_Model):
     two_pass_reason: str | None = None
     balance: Balance | None = None
     block_size: int | None = None
+    cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")
+    cost_legal: int | None = Field(None, description="number of legal candidates ranked")
+    tuning: list[dict[str, Any]] = Field(default_factory=list, description="next best legal candidates with estimated gain")
     topk: int | None = None
     window: int | None = None
     tile_decisions: list[Decision]
@@ -242,8 +245,11 @@ class Plan(_Model):
     risks: list[str]
 
     def design_block(self) -> dict[str, Any]:
-        """The numbers the validator re-checks, as plain data (front-matter ``opdesign:`` block)."""
-        return {
+        """The numbers the validator re-checks, as plain data (front-matter ``opdesign:`` block).
+
+        Backward (SK-16) plans add ``passes``: the UB budget of two passes holds UB accumulators.
+        """
+        block = {
             "version": 1,
             "skeleton": self.skeleton.id,
             "atoms": [a.id for a in self.atoms],
@@ -283,3 +289,6 @@ class Plan(_Model):
             "form_checks": {c.id: c.passed for c in self.form_checks},
             "module_count": self.module_count,
         }
+        if self.direction == "backward":
+            block["passes"] = self.passes
+        return block

@@ -123,12 +123,30 @@ def render_interfaces(plan: Plan) -> str:
             "representative_shapes": [{"name": c["name"], **c["shape"]} for c in plan.typical_configs],
             "seeds": sorted({c["seed"] for c in plan.typical_configs}),
         },
-        "numerical_notes": [
-            "mi, li, oi stay FP32 across KV tiles; only the final output is cast (SK-01-R6)",
-            f"P is cast to {plan.dtype} before C2 (C-API-02 equal operand dtypes)",
-        ],
+        "numerical_notes": _numerical_notes(plan),
     }
     return _dump_yaml(data)
+
+
+def _numerical_notes(plan: Plan) -> list[str]:
+    if plan.skeleton.id == "SK-16":
+        return [
+            "P is rebuilt from the forward l/m inputs, never recomputed (SK-16-R2); S, dP, P, dS and D stay FP32",
+            f"P and dS are cast to {plan.dtype} before C2 (SK-16-R9, C-API-02 equal operand dtypes)",
+            "dq, dk, dv accumulate in FP32 GM tensors the host zero-initialises (SK-16-R4, C-API-05)"
+            if plan.passes == 1 else "dq, dk, dv accumulate in FP32 UB and are assembled on the last step (C-API-05)",
+        ]
+    if plan.skeleton.id == "SK-02":
+        return [
+            "single pass: scores, row max and row sum stay FP32 within one pass; no state is carried (SK-02-R3, AT-02)",
+            f"P is cast to {plan.dtype} before C2 (C-API-02 equal operand dtypes)",
+            "topk_indices slots past cur_seq hold -1 and are clamped to 0; tokens with cur_seq == 0 keep the zeros "
+            "of the output allocation (SK-02-R6)",
+        ]
+    return [
+        "mi, li, oi stay FP32 across KV tiles; only the final output is cast (SK-01-R6)",
+        f"P is cast to {plan.dtype} before C2 (C-API-02 equal operand dtypes)",
+    ]
 
 
 def render_scaffold(plan: Plan) -> str:

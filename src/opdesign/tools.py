@@ -91,10 +91,10 @@ def _run(name: str, args: Any, root: Root) -> dict[str, Any]:
     _check_input(name, args)
     try:
         parsed = tool.input_model.model_validate(args)
-    except ValidationError as err:
-        raise InputError(f"{name}: " + "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors()),
-                         {"errors": [{"loc": ".".join(map(str, e["loc"])), "msg": e["msg"]} for e in err.errors()]}
-                         ) from None
+    except ValidationError as err:  # cross-field rules the schema cannot express
+        problems = [{"field": ".".join(map(str, e["loc"])) or "(arguments)",
+                     "msg": e["msg"].removeprefix("Value error, ")} for e in err.errors()]
+        raise InputError(f"{name}: " + "; ".join(p["msg"] for p in problems), {"errors": problems}) from None
     with contextlib.redirect_stdout(sys.stderr):
         result = tool.run(parsed, root)
     return root.scrub(result.model_dump(mode="json"))
@@ -114,7 +114,7 @@ def call_tool(name: str, args: Any, root: Root | str | Path = ".") -> tuple[dict
     except OpdesignError as err:
         error = err
     except OSError as err:
-        error = ToolIOError(f"{name}: {err.strerror or err}: {err.filename or ''}".rstrip(": "))
+        error = ToolIOError(f"{name}: {err.strerror or err}" + (f" ({err.filename})" if err.filename else ""))
     except Exception as err:  # noqa: BLE001 - a tool must answer with JSON, never a traceback
         traceback.print_exc(file=sys.stderr)
         error = InternalError(f"{name}: {type(err).__name__}: {err}")

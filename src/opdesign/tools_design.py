@@ -42,15 +42,15 @@ class EstimateDesignInput(ToolInput):
     spec_path: str = SPEC_PATH
 
 
-def _spec_file(root: Root, spec_path: str) -> Path:
-    """The SPEC file inside the root; its ``golden`` (relative to the SPEC) must stay inside too."""
+def _spec_file(root: Root, spec_path: str) -> tuple[Path, Any]:
+    """The SPEC file inside the root and its Spec; its ``golden`` (relative to the SPEC) must stay inside too."""
     from opdesign.spec import load_spec
 
     path = root.file(spec_path, "spec_path")
     spec = load_spec(path)
     if spec.golden is not None:
         root.resolve(str(path.parent / spec.golden), "golden")
-    return path
+    return path, spec
 
 
 def _plan_model() -> type[BaseModel]:
@@ -62,7 +62,7 @@ def _plan_model() -> type[BaseModel]:
 def _estimate_design(args: EstimateDesignInput, root: Root) -> BaseModel:
     from opdesign.pipeline import plan_from_spec_file
 
-    return plan_from_spec_file(_spec_file(root, args.spec_path))
+    return plan_from_spec_file(_spec_file(root, args.spec_path)[0])
 
 
 # --- new_design ---
@@ -92,10 +92,9 @@ class NewDesignResult(ToolOutput):
 
 def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
     from opdesign.pipeline import new_design
-    from opdesign.spec import load_spec
 
-    spec_file = _spec_file(root, args.spec_path)
-    out_value = args.out_dir if args.out_dir is not None else load_spec(spec_file).op_name
+    spec_file, spec = _spec_file(root, args.spec_path)
+    out_value = args.out_dir if args.out_dir is not None else spec.op_name
     out_dir = root.folder(out_value, "out_dir", must_exist=False)
     result = new_design(spec_file, out_dir, lang=args.lang, force=args.force)
     plan = result.plan
@@ -163,7 +162,7 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
 
 class RankCandidatesInput(ToolInput):
     spec_path: str = SPEC_PATH
-    top: int | None = Field(None, ge=1, le=1000, description="keep the best N candidates (default: all)")
+    top: int = Field(10, ge=1, le=1000, description="keep the best N candidates (and N rejected ones)")
     include_rejected: bool = Field(False, description="also list candidates that break a hard rule, with why")
 
 
@@ -172,11 +171,11 @@ def _ranking_model() -> type[BaseModel]:
 
 
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
-    from opdesign.spec import load_spec
+    from opdesign.pipeline import plan_from_spec_file
 
     rank = require_library("opdesign.costmodel", "rank_candidates")
-    return rank(load_spec(root.file(args.spec_path, "spec_path")), top=args.top,
-                include_rejected=args.include_rejected)
+    spec_file, spec = _spec_file(root, args.spec_path)
+    return rank(spec, top=args.top, include_rejected=args.include_rejected, plan=plan_from_spec_file(spec_file))
 
 
 # --- estimate_golden ---
@@ -239,9 +238,10 @@ DESIGN_TOOLS = (
     ),
     Tool(
         "rank_candidates",
-        "Rank the tile candidates (Q/KV tiles and related choices) of a SPEC by estimated stage cycles, best "
-        "first, with the cost breakdown of each. Set include_rejected to also see candidates that break a hard "
-        "rule and why. Use it when the plan's tiles are in doubt or a performance target is missed.",
+        "Rank the legal SK-01 tilings of a SPEC (Q/KV, QK/PV and vector tiles, unroll, head groups, streams) "
+        "with the PTO cost model, best first, with cycles per stage and the bottleneck; chosen_rank is where the "
+        "plan's own tiles land. include_rejected adds candidates that break a hard rule, with the rule ids. The "
+        "score orders candidates for benchmarking; it is not a run time. SK-02/SK-16 plans are refused.",
         RankCandidatesInput, _ranking_model, _rank_candidates,
     ),
     Tool(

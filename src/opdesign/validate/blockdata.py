@@ -16,6 +16,7 @@ from opdesign.validate.registry import Context
 MAX_VALUE = 2**31 - 1
 FP32_NAMES = frozenset({"fp32", "float32", "dt_fp32"})
 _LEADING_INT = re.compile(r"^\s*\**\s*(-?\d+)\b")
+_SKELETON_ID = re.compile(r"^SK-\d{2}$")
 
 
 def pos_int(value: Any) -> int | None:
@@ -118,6 +119,25 @@ def axis_hi(ctx: Context, name: str) -> int | None:
             if hi is not None:
                 value = max(value or 0, hi)
     return value
+
+
+def skeleton(ctx: Context) -> str | None:
+    """The design's skeleton: the block's ``skeleton``, else the first SK id in the first column of a
+    decisions-chapter table (the SK/AT selection), else None (unknown)."""
+    if ctx.block is not None:
+        value = ctx.block.get("skeleton")
+        return value if isinstance(value, str) else None
+    for table in ctx.doc.tables:
+        if table.chapter == "decisions":
+            for row in table.rows:
+                if row.cells and _SKELETON_ID.match(row.cells[0].strip()):
+                    return row.cells[0].strip()
+    return None
+
+
+def is_sk01(ctx: Context) -> bool:
+    """SK-01 rules apply: the skeleton is SK-01, or unknown (a hand-written design without a selection)."""
+    return skeleton(ctx) in (None, "SK-01")
 
 
 def cell_int(text: str) -> int | None:

@@ -13,8 +13,8 @@ rule, so the document is never reported as valid for it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse

@@ -107,7 +107,7 @@ def rule_text(rule_id: str) -> str | None:
     r = get_rule(rule_id)
     if r is None:
         return None
-    indent = lambda text: "\n".join(f"    {line}" for line in text.splitlines())  # noqa: E731
+    indent = lambda text: "\n".join(f"    {line}" for line in text.splitlines())
     return (f"{r.id}  ({r.level}, {r.family} rule; source: {r.source})\n  {r.message}\n\n"
             f"{r.explanation}\n\nbad:\n{indent(r.bad)}\n\ngood:\n{indent(r.good)}"
             + ("\n\n(needs the opdesign block of the front matter)" if r.needs_block else ""))

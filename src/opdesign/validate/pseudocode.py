@@ -13,14 +13,15 @@ defines a function decorated with ``...jit...``, else the longest one.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from opdesign.validate.document import Document, Fence
 
 COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.FunctionDef,
             ast.AsyncFunctionDef, ast.Try, ast.ClassDef)
-MAX_FALLBACK_JOIN = 50
+MAX_FALLBACK_JOIN = 50  # physical lines joined into one logical line at most
+MAX_FALLBACK_DEPTH = 100  # block nesting kept when reading by indentation (as Python's tokenizer)
 
 
 @dataclass(eq=False)
@@ -32,6 +33,7 @@ class Node:
     stmt: ast.stmt | None
     text: str = ""
     body: list[Node] = field(default_factory=list)
+    _calls: list[ast.Call] | None = field(default=None, repr=False)
 
     def exprs(self) -> list[ast.AST]:
         """The expressions this node evaluates itself (a compound statement: its header only)."""
@@ -49,7 +51,10 @@ class Node:
         return [s]
 
     def calls(self) -> list[ast.Call]:
-        return [n for e in self.exprs() for n in ast.walk(e) if isinstance(n, ast.Call)]
+        """Calls this node evaluates itself, outermost first (computed once)."""
+        if self._calls is None:
+            self._calls = [n for e in self.exprs() for n in ast.walk(e) if isinstance(n, ast.Call)]
+        return self._calls
 
     @property
     def loop_kind(self) -> str | None:
@@ -228,6 +233,8 @@ def _from_indentation(content: str, first_line: int) -> list[Node]:
         kind, stmt = _parse_line(text)
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
+        if len(stack) > MAX_FALLBACK_DEPTH:  # deeper lines join the deepest block kept
+            stack = stack[:MAX_FALLBACK_DEPTH]
         node = Node(line=first_line + line, kind=kind, stmt=stmt, text=text)
         stack[-1][1].append(node)
         if text.split(" #", 1)[0].rstrip().endswith(":"):
@@ -297,12 +304,13 @@ class Scopes:
     unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
 
 
-def scopes(program: Program) -> Scopes:
+def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
     """Walk the statements in order: ``sg_set_scope(n)`` opens, ``sg_set_scope(-1)`` closes.
 
-    A scope still open at a matmul, at another ``sg_set_scope(n)``, on entering
-    or leaving a loop body, or at the end of a function is reported once (at
-    the line that opened it) and treated as closed from there on.
+    A scope still open at a matmul (unless ``cube_in_scope``), at another
+    ``sg_set_scope(n)``, on entering or leaving a loop body, or at the end of a
+    function is reported once (at the line that opened it) and treated as
+    closed from there on.
     """
     result = Scopes(of_call={}, unclosed=[])
 
@@ -315,7 +323,7 @@ def scopes(program: Program) -> Scopes:
         for node in nodes:
             for call in node.calls():
                 name = call_name(call)
-                if name == "matmul":
+                if name == "matmul" and not cube_in_scope:
                     close(state, f"before the matmul at line {program.call_line(call, node)}")
                 result.of_call[id(call)] = state[0][0] if state[0] else None
                 if name == "sg_set_scope" and call.args:

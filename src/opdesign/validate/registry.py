@@ -13,9 +13,10 @@ block: skipped, and reported as skipped, when it is absent) and ``pseudocode``.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from opdesign.validate.document import Document
 from opdesign.validate.model import Level
@@ -24,7 +25,7 @@ from opdesign.validate.yamlsafe import Loaded
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
 RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_budget", "rules_perf",
-                "rules_pseudocode")
+                "rules_pseudocode", "rules_sk16", "rules_sk02")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ tensors; formulas in :mod:`opdesign.budget`), C-TILE-04 (expansion estimate,
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value
@@ -29,24 +30,39 @@ def _cube_nbuffer(ctx: Context) -> int:
     return int(rec.value[-1])
 
 
-def recomputed_budgets(ctx: Context) -> dict[str, Any] | None:
-    """``{"ub": Budget, "l1": Budget, "l0": {stage: [Budget]}}`` from the block's tiles, or None
-    when the block lacks a valid device, form, q_tile, head_dim or C1/C2/V1/V2 tiles."""
+def recomputed_budgets(ctx: Context) -> dict[str, Any]:
+    """Budgets re-derived from the block's tiles: ``{"l0": {stage: [Budget]}}`` for any skeleton with
+    valid cube tiles and device, plus ``"ub"`` and ``"l1"`` for SK-01 (whose formulas
+    :mod:`opdesign.budget` holds) when form, q_tile, head_dim and the C1/C2/V1/V2 tiles are valid."""
     from opdesign import budget
 
     block = ctx.block or {}
     dev, cube, vec = bd.device(ctx), bd.cube_tiles(ctx), bd.vec_tiles(ctx)
+    if dev is None or cube is None:
+        return {}
+    out: dict[str, Any] = {"l0": {stage: budget.l0_budgets(dev, tile) for stage, tile in cube.items()}}
     q_tile, head_dim = bd.pos_int(block.get("q_tile")), bd.pos_int(block.get("head_dim"))
     form = block.get("form")
-    if (dev is None or cube is None or vec is None or q_tile is None or head_dim is None
-            or form not in ("baseline", "performance") or set(cube) != {"C1", "C2"} or set(vec) != {"V1", "V2"}):
-        return None
-    return {
-        "ub": budget.ub_budget(dev, q_tile=q_tile, head_dim=head_dim, resident_state=form == "baseline",
-                               cube=cube, vec=vec),
-        "l1": budget.l1_budget(dev, cube, _cube_nbuffer(ctx)),
-        "l0": {stage: budget.l0_budgets(dev, tile) for stage, tile in cube.items()},
-    }
+    if (block.get("skeleton") == "SK-01" and vec is not None and q_tile is not None and head_dim is not None
+            and form in ("baseline", "performance") and set(cube) == {"C1", "C2"} and set(vec) == {"V1", "V2"}):
+        out["ub"] = budget.ub_budget(dev, q_tile=q_tile, head_dim=head_dim, resident_state=form == "baseline",
+                                     cube=cube, vec=vec)
+        out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
+    elif (block.get("skeleton") == "SK-02" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
+          and head_dim is not None and bd.pos_int(block.get("kv_tile")) is not None
+          and block.get("dtype") in budget.DTYPE_BYTES):
+        # SK-02 single pass: the whole top-k row resident (budget.single_pass_ub_budget, SK-02-R2)
+        out["ub"] = budget.single_pass_ub_budget(dev, q_tile=q_tile, s2_tile=block["kv_tile"], head_dim=head_dim,
+                                                 dtype=block["dtype"], vec=vec)
+        out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
+    elif (block.get("skeleton") == "SK-16" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
+          and head_dim is not None and block.get("dtype") in budget.DTYPE_BYTES):
+        # SK-16 backward (opdesign.budget_sk16): S/dP and dQ/dK results, P/dS casts, two-pass accumulators
+        from opdesign.budget_sk16 import budgets
+
+        passes = 2 if block.get("passes") == 2 else 1
+        out["ub"], out["l1"], _l0 = budgets(dev, q_tile, head_dim, block["dtype"], cube, vec, passes)
+    return out
 
 
 def _stated(ctx: Context, key: str) -> tuple[int | None, int | None]:
@@ -61,9 +77,9 @@ def _stated(ctx: Context, key: str) -> tuple[int | None, int | None]:
       bad="ub_budget: {total_bytes: 200000, capacity_bytes: 196608}",
       good="ub_budget: {total_bytes: 164096, capacity_bytes: 196608}", needs_block=True)
 def check_budgets(ctx: Context) -> Iterator[Hit]:
-    """The buffers are re-derived from the block's tiles with :mod:`opdesign.budget` (UB per vector
-    sub-block incl. resident oi/li/mi in the baseline form, L1 operands x cube_nbuffer plus
-    MM2_LEFT_SIZE, L0A/L0B/L0C per cube stage) and held against the named device profile
+    """The buffers are re-derived from the block's tiles with :mod:`opdesign.budget` (L0A/L0B/L0C per
+    cube stage for any skeleton; for SK-01 also UB per vector sub-block incl. resident oi/li/mi in the
+    baseline form, and L1 operands x cube_nbuffer plus MM2_LEFT_SIZE) and held against the named device profile
     (``constraints/devices.yaml``). A stated total above the stated or the device capacity is
     reported as well, even when the tiles cannot be re-derived."""
     dev = bd.device(ctx)
@@ -74,11 +90,11 @@ def check_budgets(ctx: Context) -> Iterator[Hit]:
         line = ctx.block_line(key, "total_bytes")
         if total is not None and limit is not None and total > limit:
             yield Hit(line, f"{buffer} total {total} B exceeds the capacity {limit} B")
-        elif again is not None and not again[key[:2]].fits:
+        elif key[:2] in again and not again[key[:2]].fits:
             b = again[key[:2]]
             yield Hit(line, f"{buffer} re-derived from the tiles is {b.total_bytes} B, above {b.capacity_bytes} B "
                             f"({b.capacity_source})")
-    for stage, budgets in (again or {}).get("l0", {}).items():
+    for stage, budgets in again.get("l0", {}).items():
         for b in budgets:
             if not b.fits:
                 yield Hit(ctx.block_line("cube_tiles", stage),
@@ -97,7 +113,7 @@ def check_budget_figures(ctx: Context) -> Iterator[Hit]:
     again = recomputed_budgets(ctx)
     for key, buffer, attr in (("ub_budget", "UB", "ub_bytes"), ("l1_budget", "L1", "l1_bytes")):
         total, cap = _stated(ctx, key)
-        if total is not None and again is not None and total != again[key[:2]].total_bytes:
+        if total is not None and key[:2] in again and total != again[key[:2]].total_bytes:
             yield Hit(ctx.block_line(key, "total_bytes"),
                       f"{buffer} total {total} B, the tiles give {again[key[:2]].total_bytes} B")
         if cap is not None and dev is not None and cap != getattr(dev, attr):
@@ -117,9 +133,9 @@ def check_budget_figures(ctx: Context) -> Iterator[Hit]:
       bad="vec_tiles:\n  V1: {shape: [16, 16], view: [4096, 1024], ...}   # 16384 tiles x 3 per op",
       good="vec_tiles:\n  V1: {shape: [16, 128], view: [4096, 1024], ...}", needs_block=True)
 def check_expansion(ctx: Context) -> Iterator[Hit]:
-    """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived with
-    ``estimate_parts.expansion`` from the block's vector tiles) stays within C-TILE-04's
-    ``expansion_limit``; the stated ``expansion.max_per_op`` too. A warning: the limit is an estimate,
+    """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived for SK-01 with
+    ``estimate_parts.expansion`` from the block's vector tiles, FP8 ops included when ``quant: fp8``)
+    stays within C-TILE-04's ``expansion_limit``; the stated ``expansion.max_per_op`` too (any skeleton). A warning: the limit is an estimate,
     to be confirmed by the real compile (C-TILE-04 is a should)."""
     limit = bd.constraint("C-TILE-04").param("expansion_limit")
     block = ctx.block or {}
@@ -131,11 +147,20 @@ def check_expansion(ctx: Context) -> Iterator[Hit]:
         return
     vec = bd.vec_tiles(ctx)
     q_tile, kv_tile, head_dim = (bd.pos_int(block.get(k)) for k in ("q_tile", "kv_tile", "head_dim"))
-    if vec is None or set(vec) != {"V1", "V2"} or None in (q_tile, kv_tile, head_dim):
+    if block.get("skeleton") not in ("SK-01", "SK-02", "SK-16") or vec is None or set(vec) != {"V1", "V2"} or None in (q_tile, kv_tile, head_dim):
         return
-    from opdesign.estimate_parts import expansion
+    if block.get("skeleton") == "SK-02":  # the single pass: K/V gathers, V1 and V2 once (estimate_sk02)
+        from opdesign.estimate_sk02 import single_pass_expansion
 
-    again = expansion(q_tile, kv_tile, head_dim, vec, 1)
+        again = single_pass_expansion(q_tile, kv_tile, head_dim, vec, 1)
+    elif block.get("skeleton") == "SK-16":  # backward V1 / V2 op tables (budget_sk16)
+        from opdesign.budget_sk16 import expansion as sk16_expansion
+
+        again = sk16_expansion(vec, 2 if block.get("passes") == 2 else 1)
+    else:
+        from opdesign.estimate_parts import expansion
+
+        again = expansion(q_tile, kv_tile, head_dim, vec, 1, fp8=block.get("quant") == "fp8")
     if again.max_per_op > limit:
         op = max(again.ops, key=lambda o: o.expressions)
         yield Hit(ctx.block_line("vec_tiles", op.stage),

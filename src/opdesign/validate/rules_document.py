@@ -9,7 +9,8 @@ placeholders, empty tables or pre-filled "pass").
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from opdesign.validate.registry import Context, Hit, rule
 
@@ -17,8 +18,7 @@ PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填
 SLOT = re.compile(r"<([^<>\n]{1,80})>")
 BRACED = re.compile(r"\{\s*[^\W\d][\w .\-]*\}")
 HTML_TAGS = frozenset(
-    "a abbr b br code details div em hr i img kbd li ol p pre s small span strong sub summary sup table "
-    "tbody td th thead tr u ul".split())
+    ["a", "abbr", "b", "br", "code", "details", "div", "em", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "u", "ul"])
 PASS_WORDS = frozenset({"pass", "passed", "ok", "通过", "已通过", "✅", "✓", "✔", "yes", "是"})
 EMPTY_BASIS = frozenset({"", "-", "—", "n/a", "na", "none", "无"})
 CHECK_TABLE = ("check", "检查")

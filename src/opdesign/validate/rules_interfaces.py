@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from opdesign.validate.registry import Context, Hit, rule
 

@@ -10,7 +10,9 @@ threshold is read from ``constraints/*.yaml``, ``patterns/`` or
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import ast
+from collections.abc import Iterator
+from typing import Any
 
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value, is_static
@@ -32,12 +34,17 @@ FORMS = ("baseline", "performance")
       good="a DESIGN.md from `opdesign new`, whose front matter carries Plan.design_block()")
 def check_block_present(ctx: Context) -> Iterator[Hit]:
     """Without the ``opdesign:`` block the numbers cannot be re-derived; the rules that need it are
-    listed as skipped (never as passed). Document, interface and pseudocode rules still run."""
+    listed as skipped (never as passed). Document, interface and pseudocode rules still run. For a
+    skeleton other than SK-01, SK-02 and SK-16 the UB / L1 budgets and the expansion estimate are not re-derived
+    (:mod:`opdesign.budget` holds the SK-01 and SK-02 formulas, :mod:`opdesign.budget_sk16` SK-16's); that is said here too."""
     if ctx.block is None:
         skipped = [r.id for r in all_rules().values() if r.needs_block]
         where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
         yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
                   f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
+    elif bd.skeleton(ctx) not in ("SK-01", "SK-02", "SK-16"):  # SK-02: budget.single_pass_ub_budget; SK-16: budget_sk16
+        yield Hit(ctx.block_line("skeleton"), f"skeleton {bd.skeleton(ctx)}: UB / L1 budgets and the expansion "
+                  "estimate are not re-derived (SK-01 formulas); stated totals are checked against the device only")
 
 
 @rule("OD-NUM-02", "error", "numbers", "Plan.design_block() (opdesign block format)",
@@ -178,8 +185,6 @@ def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
         args = [e for a in call.args for e in (getattr(a, "elts", None) or [a])]
         bad = [a for a in args if not is_static(a)]
         if bad:
-            import ast
-
             names = ", ".join(ast.unparse(a) for a in bad)
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")
 
@@ -202,9 +207,9 @@ def check_fp32_state(ctx: Context) -> Iterator[Hit]:
         if table.chapter != "decisions" or not first.startswith(("state", "状态")) or col is None:
             continue
         for row in table.rows:
-            if row.cells and row.cells[0].strip("` ") in names and col < len(row.cells):
-                if not bd.is_fp32(row.cells[col].strip("` ")):
-                    yield Hit(row.line, f"state {row.cells[0]} has dtype {row.cells[col]!r}, not fp32")
+            is_acc = row.cells and row.cells[0].strip("` ") in names and col < len(row.cells)
+            if is_acc and not bd.is_fp32(row.cells[col].strip("` ")):
+                yield Hit(row.line, f"state {row.cells[0]} has dtype {row.cells[col]!r}, not fp32")
     if ctx.program is None:
         return
     for node, _loops in ctx.program.walk():
@@ -220,8 +225,6 @@ ALLOCATORS = frozenset({"tensor", "full", "zeros", "empty", "ones"})
 
 def _allocation(node: Any, names: set[str]) -> Any:
     """The allocation call of ``acc = pypto.tensor|full|zeros(...)`` for an accumulator name, else None."""
-    import ast
-
     s = node.stmt
     if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
             and s.targets[0].id in names and isinstance(s.value, ast.Call) and call_name(s.value) in ALLOCATORS):
@@ -230,6 +233,4 @@ def _allocation(node: Any, names: set[str]) -> Any:
 
 
 def _dt_names(call: Any) -> list[str]:
-    import ast
-
     return [n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute) and n.attr.startswith("DT_")]

@@ -10,7 +10,7 @@ Source: SK-01 card ``parameters`` (``perf_head_dims``, ``perf_root_range``,
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, scopes

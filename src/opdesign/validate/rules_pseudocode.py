@@ -9,10 +9,17 @@ first matmul, the Q-tile loop the loop directly around it.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import call_name, dotted, is_constant_name, is_static, keyword, scopes
+from opdesign.validate.pseudocode import (
+    call_name,
+    dotted,
+    is_constant_name,
+    is_static,
+    keyword,
+    scopes,
+)
 from opdesign.validate.registry import Context, Hit, rule
 from opdesign.validate.rules_numbers import _allocation
 
@@ -53,10 +60,11 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
 def check_scopes(ctx: Context) -> Iterator[Hit]:
     """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope
     (a cube op in a vector scope fails with F41007 OP_SCOPE_ERROR), and a scope never crosses a loop
-    boundary. Reported at the line that opened the scope."""
+    boundary. Reported at the line that opened the scope. SK-02 is the exception for matmuls: its
+    single pass keeps C1 + V1 + C2 in one ``sg_set_scope(2)`` sub-graph (SK-02 configuration)."""
     if ctx.program is None:
         return
-    for line, value, why in scopes(ctx.program).unclosed:
+    for line, value, why in scopes(ctx.program, cube_in_scope=bd.skeleton(ctx) == "SK-02").unclosed:
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
 
 
@@ -96,8 +104,9 @@ def check_tile_switch(ctx: Context) -> Iterator[Hit]:
     """In textual order, the TileShape in force at each matmul was set by ``set_cube_tile_shapes``, and
     at the first vector op after a matmul (the softmax chain of V1, the state update of V2) by
     ``set_vec_tile_shapes``. One global setting for all stages makes vector ops tile with cube shapes
-    (or the reverse) and blows the expression limit (C-TILE-04)."""
-    if ctx.program is None:
+    (or the reverse) and blows the expression limit (C-TILE-04). Applies to SK-01 designs (SK-02 sets
+    its TileShapes once outside the loops)."""
+    if ctx.program is None or not bd.is_sk01(ctx):
         return
     last, stage, need_vec = None, 0, False
     for call, node, _loops in ctx.program.calls():
@@ -127,8 +136,9 @@ def check_tile_switch(ctx: Context) -> Iterator[Hit]:
 def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
     """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
     allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
-    outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing."""
-    if ctx.program is None:
+    outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing.
+    SK-01 designs only (a block naming another skeleton is skipped)."""
+    if ctx.program is None or (ctx.block is not None and ctx.block.get("skeleton") not in (None, "SK-01")):
         return
     kv, q = ctx.program.kv_and_q_loops()
     if kv is None:
@@ -173,7 +183,7 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
     if ctx.block is not None:
         if ctx.block.get("skeleton") != "SK-01" or ctx.form != "baseline":
             return
-    elif kv.loop_kind not in ("pypto.loop", "loop_unroll") or not _carries_state(ctx, kv):
+    elif not bd.is_sk01(ctx) or kv.loop_kind not in ("pypto.loop", "loop_unroll") or not _carries_state(ctx, kv):
         return
     used = {call_name(c) for c, _n, loops in program.calls() if kv in loops}
     missing = [p for p in ("is_loop_begin", "is_loop_end") if p not in used]
@@ -186,14 +196,14 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
       bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):",
       good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):")
 def check_unroll(ctx: Context) -> Iterator[Hit]:
-    """Start from one unroll factor (the block's ``unroll_list`` and every ``unroll_list=`` in the
-    pseudocode hold exactly one value) and put it on the innermost ``pypto.loop`` only (a static Python
+    """Start from one unroll factor (the block's ``unroll_list`` holds one value, or none when the design
+    unrolls no loop, e.g. SK-02; every ``unroll_list=`` in the pseudocode holds exactly one) and put it on the innermost ``pypto.loop`` only (a static Python
     ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count). Further
     factors are tuning candidates; a multi-value list must cover every iteration count."""
     block = ctx.block
     if block is not None and "unroll_list" in block:
         value = block["unroll_list"]
-        if not isinstance(value, list) or len(value) != 1:
+        if not isinstance(value, list) or len(value) > 1:
             yield Hit(ctx.block_line("unroll_list"), f"unroll_list {value!r} should hold exactly one factor")
     if ctx.program is None:
         return

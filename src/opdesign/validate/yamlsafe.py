@@ -5,9 +5,10 @@ so loading is defensive:
 
 - only the safe constructors of PyYAML (``SafeLoader``): no Python object
   tags; any unknown tag is a :class:`YamlProblem`;
-- at most :data:`MAX_ALIASES` aliases and :data:`MAX_DEPTH` nesting levels
-  while composing, and at most :data:`MAX_NODES` nodes visited with aliases
-  expanded ("billion laughs" documents are refused, not expanded);
+- at most :data:`MAX_ALIASES` aliases and :data:`MAX_DEPTH` nesting levels,
+  counted on the event stream before any node is composed, and at most
+  :data:`MAX_NODES` nodes visited with aliases expanded ("billion laughs"
+  documents are refused, not expanded); libyaml is used when available;
 - every node's 1-based line is kept by path (``("modules", 0, "inputs")``), so
   findings can point at the YAML line (PyYAML's compose gives node marks).
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_ALIASES = 32
@@ -37,28 +38,23 @@ class YamlProblem(ValueError):
         self.line = line
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader whose composer refuses alias-heavy or deeply nested documents."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available, same safe constructors
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-        self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
-        if self.check_event(AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark
-                raise YamlProblem(f"more than {MAX_ALIASES} YAML aliases (refused)", mark.line + 1)
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
-                raise YamlProblem(f"YAML nested deeper than {MAX_DEPTH} levels (refused)", mark.line + 1)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+def _check_events(text: str) -> None:
+    """Count aliases and nesting on the event stream (iterative) before anything is composed."""
+    aliases = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise YamlProblem(f"more than {MAX_ALIASES} YAML aliases (refused)", event.start_mark.line + 1)
+        elif isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise YamlProblem(f"YAML nested deeper than {MAX_DEPTH} levels (refused)", event.start_mark.line + 1)
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
 
 
 @dataclass
@@ -99,8 +95,10 @@ def load(text: str) -> Loaded:
     Mapping keys are addressed by their string form in :attr:`Loaded.lines`
     (``("opdesign", "cube_tiles", "C1", "m")``), sequence items by index.
     """
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        _check_events(text)
+        loader = _LOADER(text)
         node = loader.get_single_node()
         if node is None:
             return Loaded(data=None)
@@ -117,5 +115,6 @@ def load(text: str) -> Loaded:
     except (RecursionError, ValueError, TypeError, OverflowError) as err:
         raise YamlProblem(f"YAML could not be loaded: {type(err).__name__}: {err}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return Loaded(data=data, lines=lines)

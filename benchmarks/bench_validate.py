@@ -1,0 +1,95 @@
+"""Wall time of `opdesign validate`: one generated design (fresh interpreter, interpreter start
+included) and 200 designs in one invocation.
+
+    python benchmarks/bench_validate.py [--runs 10] [--designs 200] [--strict]
+
+Designs are `opdesign new` outputs of every example SPEC (en and zh), copied
+round-robin up to --designs folders. Prints wall and child CPU time (CPU time
+shows the real cost when other processes load the machine) as JSON; with --strict
+exits 1 when a target is missed (one design: median < 0.3 s; 200 designs < 10 s)
+or when a design has an error- or warning-level finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_ONE_S = 0.3
+TARGET_MANY_S = 10.0
+
+
+def _generate(out: Path) -> list[Path]:
+    sys.path.insert(0, str(REPO / "src"))
+    from opdesign.pipeline import new_design
+
+    folders = []
+    for spec in sorted((REPO / "examples" / "specs").glob("*.yaml")):
+        for lang in ("en", "zh"):
+            folder = out / "gen" / f"{spec.stem}_{lang}"
+            new_design(spec, folder, lang=lang)
+            folders.append(folder)
+    return folders
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall s, child CPU s, process): CPU time tells contention on a busy machine apart from real cost."""
+    start, cpu = time.perf_counter(), _cpu()
+    proc = subprocess.run([sys.executable, "-m", "opdesign", "validate", *args], cwd=cwd, capture_output=True,
+                          text=True, check=False)
+    return time.perf_counter() - start, _cpu() - cpu, proc
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="repetitions of the one-design run")
+    parser.add_argument("--designs", type=int, default=200, help="designs in the batch run")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        generated = _generate(root)
+        batch = []
+        for i in range(args.designs):
+            target = root / "batch" / f"op{i:03d}"
+            shutil.copytree(generated[i % len(generated)], target)
+            batch.append(str(target.relative_to(root)))
+        one = str(generated[0].relative_to(root))
+        _run([one], root)  # warm the file cache and __pycache__
+        runs = [_run([one], root) for _ in range(args.runs)]
+        times, cpus = [r[0] for r in runs], [r[1] for r in runs]
+        many_s, many_cpu, proc = _run(["--format", "json", *batch], root)
+        report = json.loads(proc.stdout)
+    figures = {
+        "one_design_s": {"median": round(statistics.median(times), 3), "min": round(min(times), 3),
+                         "max": round(max(times), 3), "cpu_median": round(statistics.median(cpus), 3),
+                         "runs": args.runs, "target": TARGET_ONE_S},
+        "batch": {"designs": args.designs, "wall_s": round(many_s, 3), "cpu_s": round(many_cpu, 3),
+                  "target": TARGET_MANY_S, "per_design_ms": round(1000 * many_s / args.designs, 2)},
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "batch_summary": report["summary"],
+        "python": sys.version.split()[0],
+    }
+    print(json.dumps(figures, indent=2))
+    missed = (statistics.median(times) >= TARGET_ONE_S or many_s >= TARGET_MANY_S
+              or report["summary"]["error"] or report["summary"]["warning"])
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

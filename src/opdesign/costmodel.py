@@ -1,0 +1,244 @@
+"""Rank SK-01 tilings with a PTO-style lightweight cost model (issue 5).
+
+The model filters, measurement decides: ``score_cycles`` orders candidates so that
+only the best few go to a real compile-and-benchmark run. It is built from PTO
+instruction cycles (:mod:`opdesign.costmodel_isa`), per-stage pipes and the FAI
+pipeline / load balance (:mod:`opdesign.costmodel_stages`) over a candidate space
+with every hard rule applied (:mod:`opdesign.costmodel_space`). It never predicts
+wall-clock time, and it says nothing about compile failures beyond the rules it checks.
+
+Public API: :func:`rank_candidates` -> :class:`Ranking`, :func:`tuning_candidates`,
+:class:`CostParams` (the figures without a cited source), :func:`parameter_table`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from opdesign.catalog import load_catalog
+from opdesign.costmodel_isa import (
+    FRACTAL_MACS,
+    TCVT_CYCLES_PER_REPEAT,
+    TCVT_HEAD_CYCLES,
+    TMATMUL_HEAD_CYCLES,
+    TRANSFER_HEAD_CYCLES,
+    VECTOR_REPEAT_BYTES,
+)
+from opdesign.costmodel_space import (
+    PV_FACTORS,
+    QK_FACTORS,
+    STREAM_COUNTS,
+    TILE_MIN,
+    VEC_AREAS,
+    VEC_COLS_MAX,
+    check_rules,
+    context,
+    enumerate_candidates,
+)
+from opdesign.costmodel_stages import STAGES, CostParams, core_loads, score, useful_streams
+from opdesign.errors import SpecError
+from opdesign.plan import Plan
+from opdesign.spec import Spec
+
+__all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
+           "tuning_candidates"]
+
+KNOBS = ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor", "head_group", "streams")
+_ARRAY = {"q_tile": "q", "kv_tile": "kv", "qk_tile": "qk", "pv_tile": "pv", "unroll_factor": "u",
+          "head_group": "g", "streams": "s"}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Candidate(_Model):
+    """The knobs of one candidate (tiles in elements)."""
+
+    q_tile: int = Field(description="Q rows per loop step")
+    kv_tile: int = Field(description="K/V columns per loop step")
+    qk_tile: int = Field(description="QK tile: C1 m and n [L0 = L1] (and C2 m), clipped to the step")
+    pv_tile: int = Field(description="PV tile: C2 k L1 (KV columns of P / rows of V per L1 load)")
+    vec_tile: tuple[int, int] = Field(description="V1 TileShape [rows, cols]; V2 uses the same rows")
+    unroll_factor: int = Field(description="KV-loop unroll factor (1 for a static range)")
+    head_group: int = Field(description="AT-23 chains G interleaved in one body (1 = none)")
+    streams: int = Field(description="concurrent task streams per core")
+    kv_loop: str = Field(description="range (static, performance form), pypto.loop or loop_unroll")
+    cube_tiles: dict[str, dict[str, list[int]]] = Field(description="C1/C2 m, k, n as [L0, L1]")
+
+
+class CandidateRow(Candidate):
+    """A legal candidate with its score; ``score_cycles`` ranks, it is not a run time."""
+
+    rank: int
+    score_cycles: int = Field(description="cycles of the busiest cube core (ranking figure)")
+    stages: dict[str, int] = Field(description="cycles per task: C1, V1, C2, V2 and the dispatch share sched")
+    bottleneck: str = Field(description="stage that bounds the steady state: C1, V1, C2, V2 or sched")
+    task_count: int
+    tasks_per_core: int = Field(description="KV steps on the busiest core after the FAI greedy split")
+    cores_busy: int
+    epilogue_cycles: int = Field(description="per root: final O / l, cast and store (AIV)")
+    chosen: bool = Field(description="the plan's own tiles")
+
+
+class RejectedRow(Candidate):
+    """A candidate that breaks a hard rule; ``rejected_rules`` holds the rule ids."""
+
+    rejected_reason: str
+    rejected_rules: list[str]
+
+
+class Ranking(_Model):
+    """Result of :func:`rank_candidates`."""
+
+    op_name: str
+    device: str
+    form: str
+    enumerated: int
+    legal: int
+    rejected_by_rule: dict[str, int] = Field(description="candidates breaking each rule (one may break several)")
+    rows: list[CandidateRow] = Field(description="legal candidates, best first")
+    rejected: list[RejectedRow] = Field(description="rejected candidates, best would-be score first")
+    chosen_rank: int | None = Field(description="rank of the plan's tiles (head_group 1, streams 1)")
+    chosen: CandidateRow | None
+    note: str = "score_cycles ranks candidates for a benchmark run; it is not a wall-clock prediction"
+    parameters: list[dict[str, Any]] = Field(default_factory=list,
+                                             description="model figures not read from a cited table (parameter_table)")
+
+
+def parameter_table(params: CostParams | None = None) -> list[dict[str, Any]]:
+    """Every model figure not read from the formula table or the device profile: name, value, unit, reason."""
+    params = params or CostParams()
+    rows = [{"name": n, "value": getattr(params, n), "unit": "cycles" if n.endswith("cycles") else "tasks",
+             "reason": f.description} for n, f in CostParams.model_fields.items()]
+    cited = [
+        ("TMATMUL_HEAD_CYCLES", TMATMUL_HEAD_CYCLES, "cycles", "pto-isa a2a3 cce_costmodel_cube.hpp mad head"),
+        ("FRACTAL_MACS", FRACTAL_MACS, "MAC", "16x16x16 cube block; cycles = fractals x 4096 / cube_macs_per_cycle"),
+        ("TCVT_HEAD_CYCLES", TCVT_HEAD_CYCLES, "cycles", "pto-isa cce_costmodel_core.hpp EstimateVconvCycles"),
+        ("TCVT_CYCLES_PER_REPEAT", TCVT_CYCLES_PER_REPEAT, "cycles", "same source, slope per repeat"),
+        ("VECTOR_REPEAT_BYTES", VECTOR_REPEAT_BYTES, "bytes", "Ascend C vector repeat: 8 blocks of 32 B"),
+        ("TRANSFER_HEAD_CYCLES", TRANSFER_HEAD_CYCLES, "cycles", "K / peak of the pto-isa fitted Hill bandwidth model"),
+        ("TILE_MIN", TILE_MIN, "elements", "shortest FP32 tail allowed by C-TILE-02"),
+        ("VEC_AREAS", VEC_AREAS, "elements", "SK-01 safe vector tile up to the largest per-op UB that leaves room"),
+        ("VEC_COLS_MAX", VEC_COLS_MAX, "elements", "widest FP32 rows the formula table measures"),
+        ("QK_FACTORS", QK_FACTORS, "x safe tile", "QK tile choices; beyond them L0 overflows"),
+        ("PV_FACTORS", PV_FACTORS, "x safe tile", "PV tile choices; beyond them L1 overflows"),
+        ("STREAM_COUNTS", STREAM_COUNTS, "streams", "the cost-model article's 1, 2, 4, 8"),
+    ]
+    return rows + [{"name": n, "value": v, "unit": u, "reason": r} for n, v, u, r in cited]
+
+
+def _candidate(c: dict[str, np.ndarray], i: int, static_range: int) -> dict[str, Any]:
+    out = {k: int(c[a][i]) for k, a in _ARRAY.items()}
+    out["vec_tile"] = (int(c["vr"][i]), int(c["vc"][i]))
+    static = int(c["steps_max"][i]) <= static_range
+    out["kv_loop"] = "range" if static else ("loop_unroll" if out["unroll_factor"] > 1 else "pypto.loop")
+    ax = lambda lo, hi: [int(c[lo][i]), int(c[hi][i])]  # noqa: E731
+    out["cube_tiles"] = {"C1": {"m": ax("m0", "m1"), "k": ax("k10", "k11"), "n": ax("n0", "n1")},
+                         "C2": {"m": ax("m0", "m1"), "k": ax("k20", "k21"), "n": ax("n20", "n21")}}
+    return out
+
+
+def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -> int | None:
+    """Index of the plan's own candidate among the legal ones (G 1, streams 1)."""
+    c1, c2 = plan.cube_tiles["C1"], plan.cube_tiles["C2"]
+    want = {"q": plan.q_tile, "kv": plan.kv_tile, "m0": c1.m[0], "m1": c1.m[1], "n0": c1.n[0], "n1": c1.n[1],
+            "k20": c2.k[0], "k21": c2.k[1], "vr": plan.vec_tiles["V1"].shape[0], "vc": plan.vec_tiles["V1"].shape[1],
+            "g": 1, "s": 1}
+    hit = legal_idx[np.logical_and.reduce([c[k][legal_idx] == v for k, v in want.items()])]
+    hit = hit[c["u"][hit] <= max(plan.unroll_factor, 1)]
+    return int(hit[np.argmax(c["u"][hit])]) if len(hit) else None
+
+
+def rank_candidates(spec: Spec, top: int | None = None, include_rejected: bool = False, *,
+                    plan: Plan | None = None, params: CostParams | None = None) -> Ranking:
+    """Enumerate, check and rank the SK-01 candidates of a SPEC.
+
+    Order: ``score_cycles`` ascending; equal scores put fewer streams, head groups
+    and unroll first, then larger tiles (q, kv, QK, PV, vector area: fewer tiles first).
+
+    Args:
+        spec: a validated SPEC whose plan uses SK-01.
+        top: keep the best ``top`` legal rows (and rejected rows); None keeps all.
+        include_rejected: fill ``Ranking.rejected`` (rows ordered by the score they
+            would have had).
+        plan: the SPEC's plan, if already estimated (else :func:`opdesign.estimate.estimate`).
+        params: model figures (defaults: :class:`CostParams`).
+
+    Raises:
+        SpecError: the SPEC is not planned with SK-01 (SK-02 / SK-16 are not ranked)
+            or a variant the estimator refuses.
+    """
+    if plan is None:
+        from opdesign.estimate import estimate
+
+        plan = estimate(spec)
+    if plan.skeleton.id != "SK-01":
+        raise SpecError(f"rank: the cost model ranks SK-01 tilings; {spec.op_name} is planned with {plan.skeleton.id}")
+    params = params or CostParams()
+    ctx = context(spec, plan)
+    c = enumerate_candidates(ctx)
+    load = core_loads(ctx, c)
+    keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
+    c, load = ({k: v[keep] for k, v in d.items()} for d in (c, load))
+    rules = check_rules(ctx, c)
+    legal = rules.legal
+    scored = score(ctx, c, params, load)
+    key = (-(c["vr"] * c["vc"]), -c["pv"], -c["qk"], -c["kv"], -c["q"], c["u"], c["g"], c["s"], scored["score"])
+    order = np.lexsort(key)
+    legal_order = order[legal[order]]
+    rank_of = {int(i): r + 1 for r, i in enumerate(legal_order)}
+    chosen_i = _chosen_index(plan, c, legal_order)
+
+    def row(i: int) -> CandidateRow:
+        st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}
+        return CandidateRow(**_candidate(c, i, ctx.static_range), rank=rank_of[i], score_cycles=int(scored["score"][i]),
+                            stages=st, bottleneck=STAGES[int(scored["bottleneck"][i])],
+                            task_count=int(scored["task_count"][i]), tasks_per_core=int(scored["tasks"][i]),
+                            cores_busy=int(scored["cores_busy"][i]), epilogue_cycles=int(round(scored["epilogue"][i])),
+                            chosen=i == chosen_i)
+
+    cat = load_catalog()
+    align = cat.constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    rejected = []
+    if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
+        geometry = np.stack([c[k] for k in ("q", "kv", "qk", "pv", "vr", "vc")], axis=1)[order]
+        first = np.sort(np.unique(geometry, axis=0, return_index=True)[1])
+        rejected_order = order[first][~legal[order[first]]]
+        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range), rejected_reason=rules.reason(int(i), c, align),
+                                rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
+    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
+               "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
+    return Ranking(
+        op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=len(c["q"]), legal=int(legal.sum()),
+        rejected_by_rule={k: int(v.sum()) for k, v in by_rule.items()},
+        rows=[row(int(i)) for i in legal_order[:top]], rejected=rejected,
+        chosen_rank=rank_of.get(chosen_i) if chosen_i is not None else None,
+        chosen=row(chosen_i) if chosen_i is not None else None, parameters=parameter_table(params),
+    )
+
+
+def tuning_candidates(spec: Spec, plan: Plan, n: int = 3, *, params: CostParams | None = None) -> list[dict[str, Any]]:
+    """The ``n`` best legal candidates other than the plan's own tiles, each with its estimated gain.
+
+    Each dict: the knobs, ``rank``, ``score_cycles``, ``bottleneck``, ``gain_pct``
+    (``100 x (chosen - candidate) / chosen`` score; positive = fewer cycles than
+    the plan's tiles, None when the plan's tiles are not in the space) and
+    ``changes`` (``"kv_tile: 1024 -> 2048"`` for every knob that differs).
+    """
+    ranking = rank_candidates(spec, top=n + 1, plan=plan, params=params)
+    chosen = ranking.chosen
+    out = []
+    for r in ranking.rows:
+        if r.chosen or len(out) == n:
+            continue
+        item = r.model_dump(include={*KNOBS, "kv_loop", "rank", "score_cycles", "bottleneck", "cube_tiles"})
+        item["gain_pct"] = (round(100 * (chosen.score_cycles - r.score_cycles) / chosen.score_cycles, 1)
+                            if chosen else None)
+        item["changes"] = ([f"{k}: {getattr(chosen, k)} -> {getattr(r, k)}" for k in KNOBS
+                            if getattr(chosen, k) != getattr(r, k)] if chosen else [])
+        out.append(item)
+    return out

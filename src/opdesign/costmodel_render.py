@@ -1,0 +1,40 @@
+"""Text view of a :class:`opdesign.costmodel.Ranking` (``opdesign rank``); formats, never computes."""
+
+from __future__ import annotations
+
+from opdesign.costmodel import CandidateRow, Ranking
+
+_HEAD = (f"{'rank':>6} {'q_tile':>6} {'kv_tile':>7} {'qk':>4} {'pv':>4} {'vec':>7} {'unroll':>6} {'G':>2} {'S':>2} "
+         f"{'score_cycles':>13} {'C1':>9} {'V1':>9} {'C2':>9} {'V2':>9} {'sched':>6}  bottleneck")
+
+
+def _line(r: CandidateRow) -> str:
+    mark = "*" if r.chosen else " "
+    vec = f"{r.vec_tile[0]}x{r.vec_tile[1]}"
+    st = r.stages
+    return (f"{r.rank:>5}{mark} {r.q_tile:>6} {r.kv_tile:>7} {r.qk_tile:>4} {r.pv_tile:>4} {vec:>7} {r.unroll_factor:>6} "
+            f"{r.head_group:>2} {r.streams:>2} {r.score_cycles:>13} {st['C1']:>9} {st['V1']:>9} {st['C2']:>9} "
+            f"{st['V2']:>9} {st['sched']:>6}  {r.bottleneck}")
+
+
+def render_ranking_text(ranking: Ranking, show_rejected: bool = False) -> str:
+    """The ranked table, the plan's rank and, on request, the rejected candidates with their rule ids."""
+    rules = ", ".join(f"{k} {v}" for k, v in ranking.rejected_by_rule.items() if v) or "none"
+    out = [f"{ranking.op_name}: SK-01 {ranking.form} form on {ranking.device}: {ranking.enumerated} candidates, "
+           f"{ranking.legal} legal; rejected by rule: {rules}"]
+    if ranking.chosen is None:
+        out.append("plan's tiles: not in the candidate space")
+    else:
+        out.append(f"plan's tiles: rank {ranking.chosen_rank} of {ranking.legal} (marked *)")
+    out += [_HEAD] + [_line(r) for r in ranking.rows]
+    if ranking.chosen is not None and all(not r.chosen for r in ranking.rows):
+        out += ["   ...", _line(ranking.chosen)]
+    out.append("stages: cycles per task (one KV step); qk = C1 m/n tile, pv = C2 k tile, G = AT-23 head group, "
+               "S = streams")
+    out.append(f"note: {ranking.note}")
+    if show_rejected:
+        out.append(f"rejected ({len(ranking.rejected)} shown, best would-be score first):")
+        for r in ranking.rejected:
+            out.append(f"  q_tile {r.q_tile} kv_tile {r.kv_tile} qk {r.qk_tile} pv {r.pv_tile} "
+                       f"vec {r.vec_tile[0]}x{r.vec_tile[1]}: {r.rejected_reason}")
+    return "\n".join(out) + "\n"

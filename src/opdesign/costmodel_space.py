@@ -1,0 +1,261 @@
+"""Candidate enumeration and the hard rules, evaluated for many candidates at once (numpy).
+
+A candidate is ``(q_tile, kv_tile, qk_tile, pv_tile, vec_tile, unroll_factor,
+head_group, streams)``:
+
+* ``q_tile`` / ``kv_tile``: rows of Q / columns of K per loop step, powers of two
+  from ``TILE_MIN`` up to the SPEC's typical ``seq_q`` / ``seq_kv`` (rounded up to a
+  power of two), plus the plan's own tiles. The performance form keeps the plan's
+  ``q_tile`` (SK-01 performance invariant 1: ``Q_TILE = seq_q / 2``); paged KV keeps
+  only KV tiles made of whole pages (AT-17);
+* ``qk_tile``: the L0 = L1 tile of C1's m and n axes (and C2's m): the "QK tile";
+  ``pv_tile``: C2's k L1 tile (KV columns of P and rows of V per L1 load): the
+  "PV tile". Cube tiles come from :func:`opdesign.estimate_parts.choose_cube_tiles`;
+* ``vec_tile``: the V1 TileShape, one shape per area in ``VEC_AREAS`` (widest
+  columns first, see :func:`vec_shapes`); V2 follows with the same rows;
+* ``unroll_factor`` from the SK-01 card's ``unroll_candidates`` (``default``),
+  ``head_group`` G from 1 plus AT-23 ``group_sizes``, ``streams`` from ``STREAM_COUNTS``.
+
+:func:`check_rules` is the vectorised twin of :mod:`opdesign.budget` (UB, L1,
+L0A/B/C: C-TILE-03), of the C-TILE-02 / C-TILE-05 alignment rules and of the
+C-TILE-04 expansion estimate (:func:`opdesign.estimate_parts.expansion`);
+``tests/test_costmodel.py`` checks that both give the same bytes on a sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+import numpy as np
+
+from opdesign import budget
+from opdesign.catalog import Card, DeviceProfile, load_catalog
+from opdesign.estimate_parts import FP8_V1_OPS, FP8_V2_OPS, V1_OPS, V2_OPS, choose_cube_tiles, vec_cols_v2
+from opdesign.estimate_variants import kv_block_ranges
+from opdesign.plan import Plan
+from opdesign.spec import Spec
+
+#: smallest q / kv tile enumerated: 8 elements, the shortest FP32 tail C-TILE-02 allows
+#: (``tail_align_elems.fp32``); smaller tiles cannot be legal for the FP32 vector ops.
+TILE_MIN = 8
+#: V1 tile areas in elements: 2^10 .. 2^13. The lower end is the SK-01 safe vector tile
+#: [16, 64]; at 2^14 the per-op UB alone (``area x 4 B x tensor_count.reduce 4``) is 256 KiB,
+#: the whole UB of the largest profile, so no larger tile can be legal.
+VEC_AREAS = (1024, 2048, 4096, 8192)
+#: widest V1 tile enumerated: the a2/a3 formula table measures FP32 rows up to 336-464
+#: columns, so wider tiles would only be costed by the nearest-cols extrapolation.
+VEC_COLS_MAX = 512
+#: concurrent task streams per core tried: the cost-model article (shared/seeds) re-tested
+#: 2 and 4 grouped streams (4 helped) and 8 (regressed); 1 is no multi-stream overlap.
+STREAM_COUNTS = (1, 2, 4, 8)
+#: QK / PV tile choices relative to the SK-01 safe cube tile (128): one octave below to one
+#: above for QK (m x n), the safe tile to four times it for PV's K side (the performance form
+#: already doubles it). Above them L0 (QK 512: L0C 1 MiB) or L1 (PV 1024 with head_dim 128:
+#: 768 KiB of operands) overflows on every profile; below them a halving only multiplies
+#: blocks, S stores and loads (QK) or L1 loads (PV).
+QK_FACTORS = (0.5, 1, 2)
+PV_FACTORS = (1, 2, 4)
+RULE_ORDER = ("C-TILE-05", "C-TILE-02", "C-TILE-03", "C-TILE-04")
+
+
+def _pow2_upto(limit: int) -> list[int]:
+    out, t = [], TILE_MIN
+    while t < limit * 2:
+        out.append(t)
+        if t >= limit:
+            break
+        t *= 2
+    return out
+
+
+def vec_shapes(kv_tile: int, rows_range: tuple[int, int]) -> list[tuple[int, int]]:
+    """V1 shapes for a KV tile: per area, columns = the widest power of two within
+    ``kv_tile``, ``VEC_COLS_MAX`` and ``area / rows_lo``; rows = area / columns within
+    the SK-01 ``safe_vec_range`` rows. A KV tile narrower than ``rows_lo`` columns gets
+    ``[rows_lo, kv_tile]`` (then C-TILE-02 decides)."""
+    lo, hi = rows_range
+    widest = 1 << (max(kv_tile, 1).bit_length() - 1)
+    out = []
+    for area in VEC_AREAS:
+        cols = min(widest, VEC_COLS_MAX, area // lo)
+        rows = area // cols
+        if lo <= rows <= hi and (rows, cols) not in out:
+            out.append((rows, cols))
+    return out or [(lo, kv_tile)]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything the vectorised model needs from the SPEC, the plan and the catalog."""
+
+    spec: Spec
+    plan: Plan
+    device: DeviceProfile
+    sk01: Card
+    form: str
+    static_range: int  # SK-01 static_kv_max_tiles when the form is performance, else 0
+    p_dtype: str  # C2 operand dtype (P cast target)
+
+
+def context(spec: Spec, plan: Plan) -> Context:
+    cat = load_catalog()
+    sk01 = cat.card("SK-01")
+    return Context(spec=spec, plan=plan, device=cat.device(spec.device), sk01=sk01, form=plan.form,
+                   static_range=sk01.param("static_kv_max_tiles") if plan.form == "performance" else 0,
+                   p_dtype=plan.cube_tiles["C2"].operand_dtype)
+
+
+def _axis_choices(ctx: Context, seq: int, planned: int, fixed: bool) -> list[int]:
+    if fixed:
+        return [planned]
+    return sorted(set(_pow2_upto(seq)) | {planned})
+
+
+def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> list[int]:
+    """KV blocks each q block visits (mask-aware, :func:`estimate_variants.kv_block_ranges`)."""
+    s = ctx.spec.shape
+    return [n for _, n in kv_block_ranges(ctx.spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)]
+
+
+def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
+    """All candidates as parallel int64 arrays (one entry per candidate), duplicates removed.
+
+    Keys: ``q, kv, qk, pv, vr, vc, u, g, s`` (the knobs), ``m0 m1 k10 k11 n0 n1``
+    (C1 [L0, L1] per axis), ``k20 k21 n20 n21`` (C2 k and n; C2 m equals C1 m),
+    ``steps_max`` (most KV blocks any q block visits). Two knob values that give the
+    same tiles are one candidate (the smaller value is kept).
+    """
+    spec, plan, sk01 = ctx.spec, ctx.plan, ctx.sk01
+    s = spec.shape
+    safe = sk01.param("safe_cube_tile")
+    qs = _axis_choices(ctx, s.seq_q, plan.q_tile, ctx.form == "performance")
+    kvs = _axis_choices(ctx, s.seq_kv, plan.kv_tile, False)
+    if spec.kv_cache == "paged":
+        kvs = [kv for kv in kvs if kv % s.block_size == 0]
+    qk_c1, pv_c2 = plan.cube_tiles["C1"].n[1], plan.cube_tiles["C2"].k[1]
+    qks = sorted({int(safe * f) for f in QK_FACTORS} | {qk_c1})
+    pvs = sorted({int(safe * f) for f in PV_FACTORS} | {pv_c2})
+    rows_range = tuple(sk01.param("safe_vec_range"))
+    unrolls = sorted(sk01.unroll_candidates.get("default", [1]))
+    groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
+
+    geo, seen = [], set()
+    for q in qs:
+        for kv in kvs:
+            steps_max = max(valid_blocks(ctx, q, kv))
+            for qk in qks:
+                for pv in pvs:
+                    cube = choose_cube_tiles(spec, ctx.form, q, kv, sk01, qk_tile=qk, pv_tile=pv)
+                    c1, c2 = cube["C1"], cube["C2"]
+                    key = (q, kv, c1.m, c1.n, c2.k)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    shapes = vec_shapes(kv, rows_range)
+                    if (q, kv) == (plan.q_tile, plan.kv_tile) and plan.vec_tiles["V1"].shape not in shapes:
+                        shapes.append(plan.vec_tiles["V1"].shape)
+                    for vr, vc in shapes:
+                        geo.append((q, kv, qk, pv, vr, vc, *c1.m, *c1.k, *c1.n, *c2.k, *c2.n, steps_max))
+    g = np.array(geo, dtype=np.int64)
+    knobs = np.array([(u, hg, st) for u in unrolls for hg in groups for st in STREAM_COUNTS], dtype=np.int64)
+    gi = np.repeat(np.arange(len(g)), len(knobs))
+    ki = np.tile(np.arange(len(knobs)), len(g))
+    cols = ("q", "kv", "qk", "pv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "k20", "k21", "n20", "n21",
+            "steps_max")
+    out = {name: g[gi, i] for i, name in enumerate(cols)}
+    out.update(u=knobs[ki, 0], g=knobs[ki, 1], s=knobs[ki, 2])
+    # unroll factors at or above the longest KV loop behave alike: keep the smallest of them;
+    # a static range (performance form, <= static_kv_max_tiles steps) traces the whole loop: factor 1 only.
+    static = out["steps_max"] <= ctx.static_range
+    ladder = np.array(unrolls)
+    u_cap = ladder[np.minimum(np.searchsorted(ladder, out["steps_max"]), len(ladder) - 1)]
+    keep = np.where(static, out["u"] == 1, out["u"] <= u_cap)
+    return {k: v[keep] for k, v in out.items()}
+
+
+@dataclass
+class Legality:
+    """Per-candidate bytes and rule verdicts (arrays aligned with the candidate arrays)."""
+
+    bytes: dict[str, np.ndarray]  # "UB", "L1", "L0A C1", ... -> bytes
+    capacity: dict[str, int]
+    expansion_max: np.ndarray
+    expansion_limit: int
+    bad_align: np.ndarray  # C-TILE-05
+    bad_tail: np.ndarray  # C-TILE-02
+    over: dict[str, np.ndarray]  # buffer -> bool (C-TILE-03)
+    bad_expansion: np.ndarray  # C-TILE-04
+
+    @property
+    def legal(self) -> np.ndarray:
+        over = np.logical_or.reduce(list(self.over.values()))
+        return ~(self.bad_align | self.bad_tail | over | self.bad_expansion)
+
+    def rules(self, i: int) -> list[str]:
+        """Rule ids candidate ``i`` breaks, in ``RULE_ORDER``."""
+        hits = {"C-TILE-05": self.bad_align[i], "C-TILE-02": self.bad_tail[i],
+                "C-TILE-03": any(v[i] for v in self.over.values()), "C-TILE-04": self.bad_expansion[i]}
+        return [r for r in RULE_ORDER if hits[r]]
+
+    def reason(self, i: int, c: dict[str, np.ndarray], cube_align: int) -> str:
+        """``RULE: what`` for each broken rule of candidate ``i``, joined by ``; ``."""
+        parts = []
+        if self.bad_align[i]:
+            parts.append(f"C-TILE-05: cube tiles m{[int(c['m0'][i]), int(c['m1'][i])]} "
+                         f"n{[int(c['n0'][i]), int(c['n1'][i])]} k{[int(c['k20'][i]), int(c['k21'][i])]} "
+                         f"need 0 < L0 <= L1, L1 % L0 == 0, multiples of {cube_align}")
+        if self.bad_tail[i]:
+            parts.append(f"C-TILE-02: vector tail of {int(c['vc'][i])} columns is not 32-byte aligned")
+        parts += [f"C-TILE-03: {name} {int(self.bytes[name][i])} B > {self.capacity[name]} B"
+                  for name, flag in self.over.items() if flag[i]]
+        if self.bad_expansion[i]:
+            parts.append(f"C-TILE-04: expansion {int(self.expansion_max[i])} per op > {self.expansion_limit}")
+        return "; ".join(parts)
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
+    """Bytes of UB (per vector sub-block), L1 and L0A/B/C per stage, and the alignment and
+    expansion rules, for every candidate; same formulas as :mod:`opdesign.budget`."""
+    cat = load_catalog()
+    dev, s = ctx.device, ctx.spec.shape
+    d = s.head_dim
+    b, pb = budget.DTYPE_BYTES[ctx.spec.dtype], budget.DTYPE_BYTES[ctx.p_dtype]
+    acc, cv = budget.ACC_BYTES, dev.aiv_per_aic
+    counts = cat.constraint("C-TILE-03").param("tensor_count")
+    align32 = cat.constraint("C-TILE-02").param("align_bytes")
+    cube_align = cat.constraint("C-TILE-05").param("cube_align_elems").get(ctx.spec.dtype, 8)
+    nbuf = next((r.value for r in ctx.sk01.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when),
+                {-1: 1}).get(-1, 1)
+    m0, m1, n0, n1 = c["m0"], c["m1"], c["n0"], c["n1"]
+    k10, k11, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
+    vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
+    rows = _cdiv(c["q"], cv)
+    resident = (rows * d * acc + 2 * rows * align32) if ctx.form == "baseline" else 0
+    ub = (resident + np.maximum(vr * vc * acc * counts["reduce"], vr * c2 * acc * counts["binary"])
+          + _cdiv(m1, cv) * n1 * acc * budget.RESULT_BUFFERS
+          + _cdiv(m1, cv) * budget.align_up(d, 64) * acc * budget.RESULT_BUFFERS + _cdiv(m1, 2) * acc)
+    l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m1 * k21 + k21 * n21) * pb) * nbuf
+          + m1 * n1 * pb * budget.KERNEL_TASK_NUM)
+    nbytes = {"UB": ub, "L1": l1,
+              "L0A C1": m0 * k10 * b, "L0B C1": k10 * n0 * b, "L0C C1": m0 * n0 * acc,
+              "L0A C2": m0 * k20 * pb, "L0B C2": k20 * n20 * pb, "L0C C2": m0 * n20 * acc}
+    capacity = {"UB": dev.ub_bytes, "L1": dev.l1_bytes}
+    for stage in ("C1", "C2"):
+        capacity |= {f"L0A {stage}": dev.l0a_bytes, f"L0B {stage}": dev.l0b_bytes, f"L0C {stage}": dev.l0c_bytes}
+    axes = ((m0, m1), (k10, k11), (n0, n1), (k20, k21), (n20, n21))
+    bad_align = np.logical_or.reduce([(lo <= 0) | (lo > hi) | (hi % np.maximum(lo, 1) != 0) | (lo % cube_align != 0)
+                                      | (hi % cube_align != 0) for lo, hi in axes])
+    bad_tail = ((vc * acc) % align32 != 0) | ((vc * pb) % align32 != 0) | ((c2 * acc) % align32 != 0)
+    fp8 = ctx.spec.quant == "fp8"
+    in1 = max(k for _, k in V1_OPS + (FP8_V1_OPS if fp8 else ()))
+    in2 = max(k for _, k in V2_OPS + (FP8_V2_OPS if fp8 else ()))
+    exp_max = np.maximum(_cdiv(c["q"], vr) * _cdiv(c["kv"], vc) * (1 + in1), _cdiv(c["q"], vr) * ceil(d / c2) * (1 + in2))
+    limit = cat.constraint("C-TILE-04").param("expansion_limit")
+    return Legality(bytes=nbytes, capacity=capacity, expansion_max=exp_max, expansion_limit=limit,
+                    bad_align=bad_align, bad_tail=bad_tail,
+                    over={k: v > capacity[k] for k, v in nbytes.items()}, bad_expansion=exp_max > limit)

@@ -1,0 +1,225 @@
+"""Stage cycles, multi-core balance and the pipeline score of SK-01 candidates (numpy arrays).
+
+One *task* is one KV step of one Q tile of one head: C1 (S = Q K^T on the AIC),
+V1 (online softmax on the two AIVs, each on ``ceil(q_tile / aiv_per_aic)`` rows),
+C2 (O_ij = P V on the AIC) and V2 (rescale of the running O, AT-01), the FAI
+pipeline of domain.md §7. On a2/a3 the cube and vector cores exchange S, P and
+O_ij through GM, so every hand-over is a TSTORE on one side and a TLOAD on the other.
+
+Stage cycles: each stage runs its instructions on parallel pipes (GM->L1, L1->L0,
+cube, L0C->GM on the AIC; GM->UB, vector, UB->GM on the AIV), double-buffered as
+SK-01 configures them (``cube_nbuffer_setting`` 2, ``vec_nbuffer_setting`` 4), so a
+stage costs its busiest pipe. Instruction cycles come from :mod:`opdesign.costmodel_isa`.
+Mapping of the AT-01 steps to PTO instructions (our choice where PTO has no
+one-to-one instruction): scale -> TMULS; row max -> TROWMAX; ``s - m`` ->
+TROWEXPAND + TSUB; exp -> TEXP; row sum -> TROWSUM; P cast -> TCVT; ``alpha * O``
+and ``beta * O_ij`` -> TROWEXPAND + TMUL; add and max -> TSUB (same binary
+element-wise cost, the table has no TADD / TMAX); ``1 / l`` -> TDIVS. Column
+statistics ``[M, 1]`` are costed as ``[M, 8]`` tiles (a row padded to 32 B, C-TILE-02).
+
+Score of a candidate (``score_cycles``, cycles of the busiest cube core, a ranking
+figure, not a time): ``fill + (tasks_per_core - 1) x interval + roots x epilogue``,
+``fill = C1 + V1 + C2 + V2 + sched``, ``interval = max(C1 + C2, V1 + V2, sched,
+fill / KERNEL_TASK_NUM)``: the AIC runs C1 and C2 of different tasks in turn, the
+AIVs V1 and V2, the scheduler one dispatch after another, and at most
+``KERNEL_TASK_NUM`` tasks are in flight (budget.py, FAI) so the latency of one task
+is spread over at most that many. ``sched`` is the per-task share of the dispatch
+overhead (:class:`CostParams`).
+
+Not modelled (each would move all candidates of a kind together, or needs a
+measurement we do not have): L1 operand reuse (``cube_l1_reuse_setting``), GM
+bandwidth contention between cores, mask arithmetic on diagonal causal blocks,
+merging partial row maxima / sums across column tiles, a5's direct UB -> L1 path
+for P (FAI on Ascend 950; every profile goes through GM here), compile time and
+graph size beyond the C-TILE-04 per-op limit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from opdesign import budget
+from opdesign.catalog import load_catalog
+from opdesign.costmodel_isa import TRANSFER_HEAD_CYCLES, bandwidth, cvt_cycles, matmul_cycles, vector_cycles
+from opdesign.costmodel_space import Context, valid_blocks
+from opdesign.estimate_parts import vec_cols_v2
+
+STAGES = ("C1", "V1", "C2", "V2", "sched")
+#: PTO instructions per vector tile (AT-01 steps, mapping in the module docstring)
+V1_INSTRS = ("TMULS", "TROWMAX", "TROWEXPAND", "TSUB", "TEXP", "TROWSUM")  # + TCVT of P
+FP8_V1_INSTRS = ("TROWMAX", "TROWEXPAND", "TMUL")  # AT-08: row max of |P|, scale P
+V2_INSTRS = ("TROWEXPAND", "TMUL", "TROWEXPAND", "TMUL", "TSUB")  # alpha * O + beta * O_ij
+FP8_V2_INSTRS = ("TROWEXPAND", "TMUL", "TMUL")  # AT-06: P row scale, V channel scale
+#: per row tile on [rows, 1] statistics: max, 2 subs, 2 exps, alpha * l, beta * l_ij, add
+STATE_INSTRS = ("TSUB", "TSUB", "TSUB", "TEXP", "TEXP", "TMUL", "TMUL", "TSUB")
+
+
+class CostParams(BaseModel):
+    """Figures of the cost model that no cited table gives: named, with unit and reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_overhead_cycles: float = Field(
+        1850.0, gt=0,
+        description="cycles per dispatched task body (one KV-loop body: unroll_factor KV steps of head_group "
+                    "heads). Assumption: about 1 us of device-side scheduling per task, 1850 cycles at the "
+                    "1.85 GHz clock of the pto-isa a2/a3 config; set it from a profile's Wait-Schedule share.")
+    stream_switch_cycles: float = Field(
+        54.0, ge=0,
+        description="cycles per task per stream beyond the first, charged to every stage. Assumption: one "
+                    "extra hand-over per C1->V1->C2->V2 link when a core alternates streams: 3 links x "
+                    "(set_flag + wait_flag at 1 cycle each + a 16-cycle vector pipe drain), pto-isa "
+                    "cce_costmodel_sync.hpp; measure 1 vs 2 streams to replace it.")
+    pipeline_depth: int = Field(
+        budget.KERNEL_TASK_NUM, ge=1,
+        description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
+                    "(budget.py), the depth the L1/UB static buffers are sized for.")
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _xfer(ctx: Context, path: str, count, nbytes):
+    """``count`` transfers moving ``nbytes`` in total over ``path``."""
+    return count * TRANSFER_HEAD_CYCLES[path] + nbytes / bandwidth(ctx.device, path)
+
+
+def _per_shape(rows: np.ndarray, cols: np.ndarray, fn) -> np.ndarray:
+    """Evaluate scalar ``fn(rows, cols)`` once per distinct shape and spread it over the arrays."""
+    pairs, inv = np.unique(np.stack([rows, cols], axis=1), axis=0, return_inverse=True)
+    values = np.array([fn(int(r), int(c)) for r, c in pairs], dtype=float)
+    return values[inv.reshape(-1)]
+
+
+def _sum(ops: tuple[str, ...], rows: int, cols: int) -> int:
+    return sum(vector_cycles(op, "fp32", rows, cols) for op in ops)
+
+
+def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-task cycles of C1, V1, C2, V2 and per-root ``epilogue`` (AIV, final ``O / l``, cast, store)."""
+    spec, dev = ctx.spec, ctx.device
+    s = spec.shape
+    d, dt, pdt = s.head_dim, spec.dtype, ctx.p_dtype
+    b, pb, acc = budget.DTYPE_BYTES[dt], budget.DTYPE_BYTES[pdt], budget.ACC_BYTES
+    col_w = load_catalog().constraint("C-TILE-02").param("align_bytes") // acc
+    page = s.block_size if spec.kv_cache == "paged" else None
+    q, kv, m0, m1, n0, n1 = c["q"], c["kv"], c["m0"], c["m1"], c["n0"], c["n1"]
+    k10, d1, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
+    vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
+    fp8 = spec.quant == "fp8"
+
+    blocks = _cdiv(q, m1) * _cdiv(kv, n1)
+    pages_k = _cdiv(n1, page) if page else 1
+    c1 = np.maximum.reduce([
+        _xfer(ctx, "gm_to_l1", blocks * (1 + pages_k), blocks * (m1 * d1 + d1 * n1) * b),
+        _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b) + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b),
+        blocks * _cdiv(m1, m0) * _cdiv(n1, n0) * _cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
+        _xfer(ctx, "l0c_to_gm", blocks * _cdiv(m1, m0) * _cdiv(n1, n0), blocks * m1 * n1 * acc),
+    ])
+    chunks = _cdiv(q, m1) * _cdiv(d1, n21) * _cdiv(kv, k21)
+    pages_v = _cdiv(k21, page) if page else 1
+    c2_cycles = np.maximum.reduce([
+        _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m1 * k21 + k21 * n21) * pb),
+        _xfer(ctx, "l1_to_l0a", chunks, chunks * m1 * k21 * pb)
+        + _xfer(ctx, "l1_to_l0b", chunks, chunks * k21 * n21 * pb),
+        chunks * _cdiv(m1, m0) * _cdiv(k21, k20) * _cdiv(n21, n20) * matmul_cycles(m0, k20, n20, pdt, dev),
+        _xfer(ctx, "l0c_to_gm", _cdiv(q, m1) * _cdiv(d1, n21) * _cdiv(m1, m0) * _cdiv(n21, n20), q * n21 * acc),
+    ])
+
+    rows = _cdiv(q, dev.aiv_per_aic)
+    row_tiles = _cdiv(rows, vr)
+    t1 = row_tiles * _cdiv(kv, vc)
+    softmax = V1_INSTRS + (FP8_V1_INSTRS if fp8 else ())
+    per_t1 = _per_shape(vr, vc, lambda r, w: _sum(softmax, r, w) + cvt_cycles("fp32", r, w))
+    v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc), t1 * per_t1,
+                            _xfer(ctx, "ub_to_gm", t1, t1 * vr * vc * pb)])
+    t2 = row_tiles * _cdiv(d, c2)
+    rescale = V2_INSTRS + (FP8_V2_INSTRS if fp8 else ())
+    per_t2 = _per_shape(vr, np.full_like(vr, c2), lambda r, w: _sum(rescale, r, w))
+    per_row = _per_shape(vr, np.full_like(vr, col_w), lambda r, w: _sum(STATE_INSTRS, r, w))
+    v2 = np.maximum(_xfer(ctx, "gm_to_ub", t2, t2 * vr * c2 * acc), t2 * per_t2 + row_tiles * per_row)
+    per_out = _per_shape(vr, np.full_like(vr, c2), lambda r, w: vector_cycles("TROWEXPAND", "fp32", r, w)
+                         + vector_cycles("TMUL", "fp32", r, w) + cvt_cycles("fp32", r, w))
+    recip = _per_shape(vr, np.full_like(vr, col_w), lambda r, w: vector_cycles("TDIVS", "fp32", r, w))
+    epilogue = np.maximum(t2 * per_out + row_tiles * recip, _xfer(ctx, "ub_to_gm", t2, t2 * vr * c2 * b))
+    return {"C1": c1, "V1": v1, "C2": c2_cycles, "V2": v2, "epilogue": epilogue}
+
+
+def greedy_cores(weights: np.ndarray, cores: int) -> np.ndarray:
+    """Core of each unit: the vectorised twin of :func:`opdesign.estimate_variants.greedy_balance`
+    (``core = floor((prefix + w / 2) / target)``, ``target = total / cores``)."""
+    total = weights.sum()
+    if total == 0:
+        return np.zeros(len(weights), dtype=np.int64)
+    prefix = np.cumsum(weights) - weights
+    return np.minimum(cores - 1, ((prefix + weights / 2) / (total / cores)).astype(np.int64))
+
+
+def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Busiest-core figures after the FAI greedy split of units (batch, head group, q block).
+
+    A unit holds ``head_group`` heads of one q block and weighs ``head_group x``
+    its valid KV blocks (mask-aware). Returns per candidate: ``tasks`` (KV steps on
+    the busiest core), ``units`` and ``roots`` (q blocks x heads) there, ``bodies``
+    (dispatched loop bodies: ``ceil(k / unroll_factor)`` per unit, one per unit for a
+    static range), ``cores_busy`` and ``task_count`` (all cores).
+    """
+    s = ctx.spec.shape
+    cores = ctx.device.aic_cores
+    keys = np.stack([c["q"], c["kv"], c["g"], c["u"]], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    table = np.zeros((len(uniq), 6))
+    split: dict[tuple[int, int, int], tuple] = {}
+    for i, (q, kv, g, u) in enumerate(uniq.tolist()):
+        if (q, kv, g) not in split:
+            ks = np.tile(np.array(valid_blocks(ctx, q, kv), dtype=np.int64), s.batch * (s.num_heads // g))
+            core = greedy_cores(ks * g, cores)
+            loads = np.bincount(core, weights=ks * g, minlength=cores)
+            static = max(int(ks.max(initial=0)), 1) <= ctx.static_range
+            split[(q, kv, g)] = (ks[core == int(np.argmax(loads))], loads, static)
+        ks_busy, loads, static = split[(q, kv, g)]
+        bodies = np.count_nonzero(ks_busy) if static else _cdiv(ks_busy, u).sum()
+        table[i] = (loads.max(), len(ks_busy), len(ks_busy) * g, bodies, np.count_nonzero(loads), loads.sum())
+    out = table[inv.reshape(-1)]
+    return {name: out[:, j] for j, name in enumerate(("tasks", "units", "roots", "bodies", "cores_busy", "task_count"))}
+
+
+def useful_streams(streams: np.ndarray, units: np.ndarray, choices: tuple[int, ...]) -> np.ndarray:
+    """Mask of stream counts that can matter: streams overlap whole units, so counts above the
+    smallest choice that covers the busiest core's units behave alike (the smallest is kept)."""
+    ladder = np.array(sorted(choices))
+    cap = ladder[np.minimum(np.searchsorted(ladder, units), len(ladder) - 1)]
+    return streams <= cap
+
+
+def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
+          load: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Stage cycles per task, ``score_cycles`` and the bottleneck index per candidate.
+
+    Streams overlap only independent units: ``streams_eff = min(streams, units on the
+    busiest core)``. ``sched = task_overhead_cycles x bodies / tasks / streams_eff``;
+    each stream beyond the first adds ``stream_switch_cycles`` to every stage.
+    Bottleneck: the slowest stage of the unit that bounds the interval (AIC: C1 or
+    C2, AIV: V1 or V2), ``sched`` when the scheduler does, and the slowest stage
+    overall when the pipeline depth does.
+    """
+    st = stage_cycles(ctx, c)
+    load = core_loads(ctx, c) if load is None else load
+    streams = np.minimum(c["s"], np.maximum(load["units"], 1))
+    switch = params.stream_switch_cycles * (streams - 1)
+    stages = {k: st[k] + switch for k in ("C1", "V1", "C2", "V2")}
+    stages["sched"] = params.task_overhead_cycles * load["bodies"] / np.maximum(load["tasks"], 1) / streams
+    fill = sum(stages.values())
+    bounds = np.stack([stages["C1"] + stages["C2"], stages["V1"] + stages["V2"], stages["sched"],
+                       fill / params.pipeline_depth], axis=1)
+    interval = bounds.max(axis=1)
+    total = fill + np.maximum(load["tasks"] - 1, 0) * interval + load["roots"] * st["epilogue"]
+    per_stage = np.stack([stages[k] for k in STAGES], axis=1)
+    which = bounds.argmax(axis=1)
+    bottleneck = np.select(
+        [which == 0, which == 1, which == 2],
+        [np.where(stages["C1"] >= stages["C2"], 0, 2), np.where(stages["V1"] >= stages["V2"], 1, 3),
+         np.full(len(which), 4)], per_stage.argmax(axis=1))
+    return {"stages": per_stage, "score": np.rint(total), "bottleneck": bottleneck, "epilogue": st["epilogue"], **load}

@@ -1,0 +1,165 @@
+"""SK-02 rules: the single pass has no KV loop, no online state and no unroll; TileShapes are fixed
+outside the loops; a token with ``cur_seq == 0`` is skipped with ``pypto.cond``. Plus AT-17-R4, the
+``gather_in_*`` prohibition that holds for SK-01 designs only (SK-02's top-k load is one
+``gather_in_ub`` of ``[1, topk]``, which must not be flagged).
+
+The SK-02 rules apply when the design is an SK-02 one (:func:`blockdata.skeleton`: the ``opdesign:``
+block says ``skeleton: SK-02``, or without a block the selection table lists SK-02). Sources: the
+SK-02 card (``patterns/skeletons/SK-02-single-pass-attention.md``, rules R3, R5, R6), AT-02-R3,
+AT-17-R4 and domain.md §3 / §5.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from opdesign.validate import blockdata as bd
+from opdesign.validate.pseudocode import Node, call_name, keyword
+from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.rules_numbers import _allocation
+
+# Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
+KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
+KV_LOOP_NAMES = ("kv_tile", "s2")
+KV_TILE_NAMES = ("KV_TILE", "S2_TILE")
+
+
+def _sk02(ctx: Context) -> bool:
+    return bd.skeleton(ctx) == "SK-02"
+
+
+def _names(expr: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def _is_kv_loop(ctx: Context, node: Node) -> bool:
+    """A loop over KV tiles: its bound counts KV tiles, its ``name=`` says so, or its index is scaled by KV_TILE / S2_TILE."""
+    it = node.stmt.iter if isinstance(node.stmt, (ast.For, ast.AsyncFor)) else None
+    if not isinstance(it, ast.Call):
+        return False
+    bound = [n.lower() for a in it.args for n in _names(a)]
+    if any(k in n for n in bound for k in KV_COUNT_NAMES):
+        return True
+    name = keyword(it, "name")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and any(k in name.value.lower() for k in KV_LOOP_NAMES):
+        return True
+    targets = {n.id for n in ast.walk(node.stmt.target) if isinstance(n, ast.Name)}
+    for inner, _loops in ctx.program.walk(node.body):
+        for expr in inner.exprs():
+            for op in ast.walk(expr):
+                if isinstance(op, ast.BinOp) and isinstance(op.op, ast.Mult):
+                    sides = {n for side in (op.left, op.right) for n in _names(side)}
+                    if sides & targets and any(k in s for s in sides for k in KV_TILE_NAMES):
+                        return True
+    return False
+
+
+@rule("SK-02-R3", "error", "pseudocode", "SK-02-R3 (AT-02-R3)",
+      "an SK-02 single-pass design has a KV loop, online-softmax accumulators or an unroll",
+      bad="opdesign:\n  skeleton: SK-02\n  kv_loop: pypto.loop\n...\nfor kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
+          "    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)",
+      good="opdesign:\n  skeleton: SK-02\n  kv_loop: none\n  accumulators: {}\n  unroll_list: []\n...\n"
+           "sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root, S2_TILE >= topk")
+def check_single_pass(ctx: Context) -> Iterator[Hit]:
+    """C1, V1 and C2 run once per root with a standard softmax (AT-02): no KV loop (the block's
+    ``kv_loop`` is ``none``; no pseudocode loop whose bound counts KV tiles, whose ``name=`` is a KV
+    tile, or whose index is scaled by ``KV_TILE`` / ``S2_TILE``), no online state (the block's
+    ``accumulators`` is empty; no oi / li / mi allocation or assignment, no ``is_loop_begin`` /
+    ``is_loop_end``) and no unroll (the block's ``unroll_list`` is empty; no ``loop_unroll``, no
+    ``unroll_list=``). Leftover online state costs UB and branches and rounds differently."""
+    if not _sk02(ctx):
+        return
+    block = ctx.block or {}
+    if ctx.block is not None:
+        if block.get("kv_loop") != "none":
+            yield Hit(ctx.block_line("kv_loop"), f"kv_loop is {block.get('kv_loop')!r}: SK-02 has no KV loop ('none')")
+        if block.get("accumulators"):
+            yield Hit(ctx.block_line("accumulators"), f"accumulators {block['accumulators']!r}: SK-02 carries no online state")
+        if block.get("unroll_list"):
+            yield Hit(ctx.block_line("unroll_list"), f"unroll_list {block['unroll_list']!r}: SK-02 has no KV loop to unroll")
+    if ctx.program is None:
+        return
+    names = set(bd.sk01().param("accumulators"))
+    for node, _loops in ctx.program.walk():
+        if node.loop_kind is not None:
+            it = node.stmt.iter
+            if node.loop_kind == "loop_unroll" or keyword(it, "unroll_list") is not None:
+                yield Hit(node.line, f"{ast.unparse(it)}: SK-02 uses no loop_unroll / unroll_list")
+            elif _is_kv_loop(ctx, node):
+                yield Hit(node.line, f"KV-tile loop over {ast.unparse(it)}: SK-02 covers the top-k row in one pass")
+        calls = {call_name(c) for c in node.calls()}
+        if calls & {"is_loop_begin", "is_loop_end"}:
+            yield Hit(node.line, "is_loop_begin / is_loop_end: SK-02 has no online-softmax branch")
+        targets = [t.value if isinstance(t, ast.Subscript) else t for t in getattr(node.stmt, "targets", None) or []]
+        hit = [t.id for t in targets if isinstance(t, ast.Name) and t.id in names]
+        if hit or _allocation(node, names) is not None:
+            yield Hit(node.line, f"accumulator {(hit or ['oi/li/mi'])[0]}: SK-02 carries no online state")
+
+
+@rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06)",
+      "an SK-02 design sets a TileShape inside a loop",
+      bad="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(8, 128)",
+      good="pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])\npypto.set_vec_tile_shapes(8, 128)\n"
+           "for b_idx in pypto.loop(batch, name='batch'):\n    ...")
+def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
+    """The single pass sets its TileShapes once, before the loops, with compile-time values: one cube
+    tile serves C1 and C2 and one vector tile the gathers, V1 and V2. Set inside a loop, the TileShape
+    can drift between iterations or come to depend on runtime values."""
+    if not _sk02(ctx) or ctx.program is None:
+        return
+    for call, node, loops in ctx.program.calls():
+        if call_name(call) in ("set_cube_tile_shapes", "set_vec_tile_shapes") and loops:
+            yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} inside the loop at line {loops[-1].line}: "
+                                                         "SK-02 fixes TileShapes outside the loops")
+
+
+@rule("SK-02-R6", "error", "pseudocode", "SK-02-R6",
+      "an SK-02 design runs the pass without a pypto.cond skip for cur_seq == 0",
+      bad="cur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nsij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)",
+      good="if pypto.cond(cur_seq != 0):\n    ...\n    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)")
+def check_empty_skip(ctx: Context) -> Iterator[Hit]:
+    """The first matmul of the pass sits under ``if pypto.cond(...)``: a token whose effective top-k
+    ``cur_seq`` is 0 skips the pass, and its rows keep the zeros the output was allocated with.
+    Without the skip the softmax of an empty row divides 0 by 0 and writes NaN."""
+    if not _sk02(ctx) or ctx.program is None:
+        return
+    for node, _loops in ctx.program.walk():
+        if any(call_name(c) == "matmul" for c in node.calls()):
+            if not _under_cond(ctx, node):
+                yield Hit(node.line, "the first matmul runs without `if pypto.cond(cur_seq != 0):` around it")
+            return
+
+
+def _under_cond(ctx: Context, target: Node) -> bool:
+    """True when ``target`` is nested in an ``if`` whose test calls ``pypto.cond``."""
+    def visit(nodes: list[Node], inside: bool) -> bool | None:
+        for node in nodes:
+            if node is target:
+                return inside
+            here = inside or (isinstance(node.stmt, ast.If) and any(call_name(c) == "cond" for c in node.calls()))
+            found = visit(node.body, here)
+            if found is not None:
+                return found
+        return None
+
+    return bool(visit(ctx.program.nodes, False))
+
+
+@rule("AT-17-R4", "error", "pseudocode", "AT-17-R4 (when: SK-01; SK-02's gather_in_ub of [1, topk] is allowed)",
+      "an SK-01 design replaces the view + assemble page gather with gather_in_l1 / gather_in_ub",
+      bad="opdesign:\n  skeleton: SK-01\n...\nkj = gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)",
+      good="for i in range(PAGES_PER_TILE):\n    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n"
+           "    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)")
+def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
+    """SK-01's paged variants are built on the zero-copy ``view`` + ``assemble`` gather of AT-17; a
+    ``gather_in_l1`` / ``gather_in_ub`` there leaves that path. The prohibition is SK-01's only: an
+    SK-02 design loads its top-k rows with one ``gather_in_ub`` of ``[1, topk]`` (SK-02-R8), and a
+    design whose skeleton is unknown is not judged."""
+    if bd.skeleton(ctx) != "SK-01" or ctx.program is None:
+        return
+    forbidden = set(bd.catalog().card("AT-17").param("forbidden_in_sk01"))
+    for call, node, _loops in ctx.program.calls():
+        if call_name(call) in forbidden:
+            yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} in an SK-01 design: use the AT-17 "
+                                                         "view + assemble page gather")

@@ -1,0 +1,274 @@
+"""Cost model (issue 5): instruction cycles, the budget twin, orderings, rejections, CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, run_cli
+from opdesign import budget
+from opdesign.catalog import load_catalog
+from opdesign.costmodel import CostParams, parameter_table, rank_candidates, tuning_candidates
+from opdesign.costmodel_isa import (
+    INSTRUCTIONS,
+    TRANSFER_HEAD_CYCLES,
+    formula_for,
+    formula_table,
+    instr_cycles,
+    vector_cycles,
+)
+from opdesign.costmodel_space import check_rules, context, enumerate_candidates, vec_shapes
+from opdesign.costmodel_stages import greedy_cores
+from opdesign.errors import CatalogError, SpecError
+from opdesign.estimate import estimate
+from opdesign.estimate_parts import choose_cube_tiles, expansion, vec_tiles
+from opdesign.estimate_variants import greedy_balance
+from opdesign.paths import data_dir
+from opdesign.spec import load_spec
+
+DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
+CAUSAL = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
+A3 = load_catalog().device("a3")
+
+
+@pytest.fixture(scope="module")
+def dense_all():
+    return rank_candidates(DENSE, include_rejected=True)
+
+
+# --- instruction cycles ---------------------------------------------------------
+
+
+def test_formula_table_ships_the_source_rows() -> None:
+    path = data_dir("constraints") / "costmodel" / "pto_a2a3_vector_formula_params.csv"
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 274 and set(rows[0]) == {"op", "dtype", "cols", "slope", "bias"}
+    assert len(formula_table()) == 274
+    assert "formula_params.csv" in (path.parent / "README.md").read_text()
+
+
+@pytest.mark.parametrize(("op", "dtype", "cols", "rule", "row_cols", "cycles_16"), [
+    ("TROWMAX", "fp32", 128, "exact", "128", 176),            # 0.0625 x 2048 + 48
+    ("TEXP", "fp32", 128, "any-dtype", "*", 94),              # the only TEXP row: any, *
+    ("TMUL", "bf16", 128, "bf16-as-fp16 exact", "128", 58),   # our fallback: 0.0156 x 2048 + 26
+    ("TROWMAX", "fp32", 512, "nearest-cols 336 for 512", "336", 473),  # our fallback: widest fp32 row
+    ("TSUB", "fp32", 8, "nearest-cols 32 for 8", "32", 50),
+])
+def test_formula_lookup_order_and_fallbacks(op, dtype, cols, rule, row_cols, cycles_16) -> None:
+    match = formula_for(op, dtype, cols)
+    assert (match.rule, match.cols) == (rule, row_cols)
+    assert vector_cycles(op, dtype, 16, cols) == cycles_16
+
+
+def test_formula_lookup_refuses_an_unknown_op() -> None:
+    with pytest.raises(CatalogError, match="no TFOO row"):
+        formula_for("TFOO", "fp32", 128)
+
+
+def test_every_attention_instruction_has_a_cost() -> None:
+    extra = {"TMATMUL": {"k": 128}, "TCVT": {"dst_dtype": "bf16"}, "TLOAD": {"path": "gm_to_ub"},
+             "TSTORE": {"path": "ub_to_gm"}}
+    cycles = {op: instr_cycles(op, "fp32", 16, 128, A3, **extra.get(op, {})) for op in INSTRUCTIONS}
+    assert len(cycles) == 12 and all(v > 0 for v in cycles.values())
+    assert instr_cycles("TMATMUL", "bf16", 128, 128, A3, k=128) == 6 + 8 * 8 * 8   # head + fractals
+    assert instr_cycles("TMATMUL", "fp32", 128, 128, A3, k=128) == 6 + 2 * 512     # fp32: 2 cycles per fractal
+    assert cycles["TCVT"] == 14 + 2 * (16 * 128 * 4 // 256)
+    assert cycles["TLOAD"] == pytest.approx(TRANSFER_HEAD_CYCLES["gm_to_ub"] + 16 * 128 * 4 / 58.562)
+    with pytest.raises(ValueError, match="needs k"):
+        instr_cycles("TMATMUL", "bf16", 16, 16, A3)
+    with pytest.raises(ValueError, match="needs path"):
+        instr_cycles("TLOAD", "bf16", 16, 16, A3, path="l0c_to_gm")
+
+
+def test_bandwidth_figures_are_sourced_in_every_profile() -> None:
+    for device in load_catalog().devices.values():
+        assert {"gm_to_l1_bytes_per_cycle", "gm_to_ub_bytes_per_cycle", "ub_to_gm_bytes_per_cycle",
+                "l0c_to_gm_bytes_per_cycle"} <= set(device.bandwidth)
+        for key in device.bandwidth:
+            source = device.sources[f"bandwidth.{key}"]
+            assert "arch_config.hpp" in source or "assumption" in source
+
+
+# --- vectorised twins agree with the scalar code ---------------------------------
+
+
+@pytest.mark.parametrize("name", ["dense_fa_8192", "causal_gqa_tail", "paged_fp8_decode"])
+def test_budget_twin_matches_budget_py(name: str) -> None:
+    spec = load_spec(EXAMPLES / f"{name}.yaml")
+    plan = estimate(spec)
+    ctx = context(spec, plan)
+    c = enumerate_candidates(ctx)
+    rules = check_rules(ctx, c)
+    sk01 = load_catalog().card("SK-01")
+    device = load_catalog().device(spec.device)
+    for i in random.Random(5).sample(range(len(c["q"])), 40):
+        q, kv = int(c["q"][i]), int(c["kv"][i])
+        cube = choose_cube_tiles(spec, plan.form, q, kv, sk01, qk_tile=int(c["qk"][i]), pv_tile=int(c["pv"][i]))
+        vec = vec_tiles(spec, q, kv, int(c["vr"][i]), int(c["vc"][i]))
+        ub = budget.ub_budget(device, q_tile=q, head_dim=spec.shape.head_dim, resident_state=plan.form == "baseline",
+                              cube=cube, vec=vec)
+        assert rules.bytes["UB"][i] == ub.total_bytes
+        assert rules.bytes["L1"][i] == budget.l1_budget(device, cube, 2).total_bytes
+        for b in [x for t in cube.values() for x in budget.l0_budgets(device, t)]:
+            assert rules.bytes[b.buffer][i] == b.total_bytes, b.buffer
+        exp = expansion(q, kv, spec.shape.head_dim, vec, 1, fp8=spec.quant == "fp8")
+        assert rules.expansion_max[i] == exp.max_per_op
+
+
+def test_balance_twin_matches_greedy_balance() -> None:
+    rng = random.Random(11)
+    for _ in range(50):
+        weights = [rng.randint(0, 9) for _ in range(rng.randint(1, 80))]
+        cores = rng.randint(1, 24)
+        loads, _ = greedy_balance(weights, cores)
+        twin = np.bincount(greedy_cores(np.array(weights), cores), weights=weights, minlength=cores)
+        assert twin.tolist() == loads
+
+
+# --- the dense 8192 example: orderings, rejections, the plan's rank --------------
+
+
+def _pairs(rows, knob):
+    """Pairs of legal rows that differ only in ``knob``, as (smaller value row, larger value row)."""
+    others = [k for k in ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor", "head_group", "streams")
+              if k != knob]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(getattr(r, k) for k in others), []).append(r)
+    for group in groups.values():
+        group.sort(key=lambda r: getattr(r, knob))
+        yield from zip(group, group[1:])
+
+
+@pytest.mark.parametrize(("knob", "pairs_total", "strictly_faster"), [("qk_tile", 198, 198), ("pv_tile", 261, 189)])
+def test_dense_larger_qk_and_pv_tiles_rank_ahead(dense_all, knob: str, pairs_total: int, strictly_faster: int) -> None:
+    """Within the budgets, holding every other knob fixed, the larger QK / PV tile ranks ahead.
+
+    A larger QK tile always saves cycles (fewer S stores and operand reloads); a larger
+    PV tile saves them unless C2 is bound by its L0C->GM store, where the score ties and
+    the tie-break (larger tiles first) decides.
+    """
+    pairs = list(_pairs(dense_all.rows, knob))
+    assert len(pairs) == pairs_total
+    for small, large in pairs:
+        assert large.score_cycles <= small.score_cycles and large.rank < small.rank, (small, large)
+    assert sum(large.score_cycles < small.score_cycles for small, large in pairs) == strictly_faster
+
+
+def test_dense_plan_tiles_rank_first_with_pinned_stage_cycles(dense_all) -> None:
+    assert (dense_all.enumerated, dense_all.legal, dense_all.chosen_rank) == (1548, 648, 1)
+    chosen = dense_all.chosen
+    knobs = (chosen.q_tile, chosen.kv_tile, chosen.qk_tile, chosen.pv_tile, chosen.vec_tile)
+    assert knobs == (4096, 1024, 128, 256, (16, 128))
+    assert chosen.stages == {"C1": 724141, "V1": 970752, "C2": 231196, "V2": 149888, "sched": 231}
+    assert (chosen.score_cycles, chosen.bottleneck, chosen.tasks_per_core, chosen.task_count) == (9983664, "V1", 8, 128)
+    # V1 per tile at [16, 128] FP32: TMULS 52 + TROWMAX 176 + TROWEXPAND 275 + TSUB 83 + TEXP 94 + TROWSUM 190 + TCVT 78
+    assert chosen.stages["V1"] == 1024 * 948
+
+
+def _rejected(ranking, **knobs):
+    return [r for r in ranking.rejected if all(getattr(r, k) == v for k, v in knobs.items())]
+
+
+def test_dense_l0c_overflow_is_rejected_with_its_rule(dense_all) -> None:
+    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=256, pv_tile=256, vec_tile=(16, 128))
+    assert "C-TILE-03" in row.rejected_rules
+    assert "C-TILE-03: L0C C1 262144 B > 131072 B" in row.rejected_reason   # 256 x 256 x 4 B > 128 KiB
+
+
+def test_dense_ub_overflow_is_rejected_with_its_rule(dense_all) -> None:
+    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=128, pv_tile=256, vec_tile=(16, 512))
+    # 16 x 512 x 4 B x 4 (reduce) + MM1 64 KiB + MM2 64 KiB + SHARE 256 B
+    assert row.rejected_rules == ["C-TILE-03"]
+    assert row.rejected_reason == "C-TILE-03: UB 262400 B > 196608 B"
+
+
+def test_dense_tail_and_expansion_rules_reject(dense_all) -> None:
+    tails = _rejected(dense_all, kv_tile=8)
+    assert tails and all(r.rejected_rules == ["C-TILE-02"] for r in tails)   # 8 P columns x 2 B = 16 B
+    [wide] = _rejected(dense_all, kv_tile=8192, qk_tile=128, pv_tile=256, vec_tile=(16, 128))
+    assert wide.rejected_rules == ["C-TILE-04"]
+    assert "expansion 49152 per op > 18000" in wide.rejected_reason   # 256 x 64 tiles x (1 + 2)
+    assert dense_all.rejected_by_rule == {"C-TILE-05": 0, "C-TILE-02": 36, "C-TILE-03": 780, "C-TILE-04": 162}
+
+
+def test_rules_flag_misaligned_cube_tiles() -> None:
+    plan = estimate(DENSE)
+    ctx = context(DENSE, plan)
+    c = {k: v[:1].copy() for k, v in enumerate_candidates(ctx).items()}
+    c["m0"][:] = 24
+    c["m1"][:] = 48   # L1 % L0 == 0 but 24 is not a multiple of 16 (C-TILE-05)
+    assert check_rules(ctx, c).rules(0)[0] == "C-TILE-05"
+
+
+def test_tuning_candidates_give_gain_against_the_plan() -> None:
+    plan = estimate(DENSE)
+    tips = tuning_candidates(DENSE, plan, n=3)
+    assert [t["changes"] for t in tips][:2] == [["pv_tile: 256 -> 128"], ["kv_tile: 1024 -> 2048"]]
+    assert [t["gain_pct"] for t in tips][:2] == [-0.2, -3.6]
+    causal = tuning_candidates(CAUSAL, estimate(CAUSAL), n=2)
+    assert causal[0]["gain_pct"] == 40.6 and causal[0]["rank"] == 1
+
+
+def test_causal_ranking_balances_valid_blocks() -> None:
+    ranking = rank_candidates(CAUSAL, top=3)
+    assert ranking.chosen_rank == 2005
+    chosen = ranking.chosen
+    # q_tile 128 on seq 1000: valid KV blocks per q block 1..8; 2 x 8 heads -> 576 tasks over 20 cores
+    assert (chosen.task_count, chosen.cores_busy, chosen.tasks_per_core) == (576, 20, 30)
+    assert all(r.score_cycles <= chosen.score_cycles for r in ranking.rows)
+
+
+def test_streams_beyond_the_units_per_core_are_not_enumerated(dense_all) -> None:
+    # 16 roots on 20 cores: one unit per core, so only one stream can run
+    assert {r.streams for r in dense_all.rows} == {1}
+
+
+def test_vec_shapes_follow_the_area_rule() -> None:
+    assert vec_shapes(1024, (16, 64)) == [(16, 64), (16, 128), (16, 256), (16, 512)]
+    assert vec_shapes(64, (16, 64)) == [(16, 64), (32, 64), (64, 64)]
+    assert vec_shapes(8, (16, 64)) == [(16, 8)]
+
+
+def test_non_sk01_plans_are_refused() -> None:
+    with pytest.raises(SpecError, match="ranks SK-01"):
+        rank_candidates(load_spec(EXAMPLES / "sk16_backward_lm.yaml"))
+
+
+def test_every_model_figure_is_documented() -> None:
+    table = parameter_table()
+    assert {r["name"] for r in table} >= set(CostParams.model_fields)
+    for r in table:
+        assert r["unit"] and len(r["reason"]) > 20, r["name"]
+    slower = rank_candidates(DENSE, top=1, params=CostParams(task_overhead_cycles=1e6))
+    assert slower.rows[0].stages["sched"] == 1e6 / 8   # static range: one dispatch per 8-step root
+
+
+# --- CLI ---------------------------------------------------------------------------
+
+
+def test_cli_rank_json_rows_and_rejected() -> None:
+    proc = run_cli("rank", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--top", "3", "--json", "--show-rejected")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["chosen_rank"] == 1 and len(data["rows"]) == 3 and len(data["rejected"]) == 3
+    for row in data["rows"]:
+        assert {"q_tile", "kv_tile", "unroll_factor", "head_group", "score_cycles", "stages", "bottleneck"} <= set(row)
+        assert set(row["stages"]) == {"C1", "V1", "C2", "V2", "sched"}
+    assert all(r["rejected_reason"].startswith("C-TILE-") and r["rejected_rules"] for r in data["rejected"])
+
+
+def test_cli_rank_text_shows_the_plan_rank() -> None:
+    proc = run_cli("rank", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--top", "2", "--show-rejected")
+    assert proc.returncode == 0, proc.stderr
+    assert "plan's tiles: rank 2005 of 11980" in proc.stdout
+    assert " 2005*    128     128  128  128   16x64" in proc.stdout
+    assert "not a wall-clock prediction" in proc.stdout
+    assert "C-TILE-03: UB" in proc.stdout
+    bad = run_cli("rank", "--spec", str(EXAMPLES / "sk16_backward_lm.yaml"))
+    assert bad.returncode == 2 and "spec_invalid" in bad.stderr
