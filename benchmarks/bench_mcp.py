@@ -82,12 +82,13 @@ async def _bench(root: Path, calls: int) -> dict:
         for name, args in MIX:  # warm-up: imports, catalog and schema caches
             await session.call_tool(name, args)
         rss_start = _rss_kb(pid)
-        latencies, failures = [], []
+        latencies, failures, per_tool = [], [], {}
         for i in range(calls):
             name, args = MIX[i % len(MIX)]
             start = time.perf_counter()
             result = await session.call_tool(name, args)
             latencies.append(time.perf_counter() - start)
+            per_tool.setdefault(f"{name} {json.dumps(args)}", []).append(latencies[-1] * 1000)
             if bool(result.isError if hasattr(result, "isError") else result.is_error) != (
                     args.get("spec_path") in EXPECT_ERROR):
                 failures.append(name)
@@ -102,6 +103,7 @@ async def _bench(root: Path, calls: int) -> dict:
         "total_s": round(sum(latencies), 3),
         "latency_ms": {"mean": round(statistics.mean(ms), 2), "p50": round(ms[len(ms) // 2], 2),
                        "p95": round(ms[int(len(ms) * 0.95) - 1], 2), "max": round(ms[-1], 2)},
+        "mean_ms_per_call": {call: round(statistics.mean(v), 2) for call, v in per_tool.items()},
     }
 
 

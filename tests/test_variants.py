@@ -167,3 +167,19 @@ def test_balance_says_when_fewer_cores_do_as_well():
     assert max(c.weight for c in result.per_core) == 10
     assert result.fewer_cores == 2 and "fewer cores would do as well" in result.note
     assert greedy_balance([0, 0], 4) == ([0, 0, 0, 0], [0, 0, 0, 0])
+
+
+def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
+    # topk 16384 cannot stay resident in UB (SK-02 condition 2): SK-01 takes over with a top-k mask
+    path = _spec_file(tmp_path, "sparse_topk_2048", "topk_fallback", shape={"topk": 16384, "seq_kv": 20000},
+                      typical_configs=[{"name": "f1", "type": "functional", "priority": "P0",
+                                        "shape": {"batch": 2, "seq_kv": 600, "topk": 16384}}])
+    plan = estimate(load_spec(path))
+    assert plan.skeleton.id == "SK-01" and plan.fallback_from == "SK-02" and plan.variant == "Sparse Attn"
+    failed = [c.id for c in plan.skeleton_checks if not c.passed]
+    assert failed == ["SK-02-COND-2"]
+    assert plan.primary_inputs[-1].name == "topk_indices"
+    scaffold = _new(tmp_path, path, "topk_fallback")
+    assert "SK-02-COND-2 fails" in (scaffold.parent / "DESIGN.md").read_text()
+    res = _run(scaffold)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -76,9 +76,10 @@ def new(
     result = new_design(spec, out, lang=lang, force=force)
     for path in result.files:
         typer.echo(f"wrote {path}")
-    typer.echo(f"{result.plan.skeleton.id} {result.plan.form} form: q_tile={result.plan.q_tile} "
-               f"kv_tile={result.plan.kv_tile} root_count={result.plan.root_count} "
-               f"ub={result.plan.ub_budget.total_bytes}/{result.plan.ub_budget.capacity_bytes} B")
+    p = result.plan
+    form = f"{p.form} form" if p.skeleton.id == "SK-01" else p.variant
+    typer.echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
+               f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
 # === cards / rules ===
 

@@ -32,7 +32,7 @@ from opdesign.estimate_variants import balance, choose_unroll, fp8_tolerance, kv
 from opdesign.plan import Choice, Decision, Plan
 from opdesign.spec import Spec
 
-SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor")}
+SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk")}
 
 
 def _check_supported(spec: Spec) -> None:
@@ -178,7 +178,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     ranges = kv_block_ranges(spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)
     per_q_block = [n for _, n in ranges]
     task_count = s.batch * s.num_heads * sum(per_q_block)
-    task_basis = (f"root_count {root_count} x kv_tiles {kv_tiles}" if spec.mask in ("none", "tensor")
+    task_basis = (f"root_count {root_count} x kv_tiles {kv_tiles}" if spec.mask in ("none", "tensor", "topk")
                   else f"batch x num_heads x sum(valid kv blocks per q block {per_q_block})")
     bal = None
     if spec.mask in ("causal", "sliding_window"):
@@ -242,7 +242,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         ],
         dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
-        variant=variant, balance=bal, block_size=s.block_size, window=s.window,
+        variant=variant, balance=bal, block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )
     return _with_tuning(spec, plan)
@@ -284,8 +284,11 @@ def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[st
     if spec.mask in ("causal", "sliding_window"):
         out.append(f"{spec.mask} mask: q blocks see different numbers of KV blocks, so per-core work is uneven "
                    "(FAI load balance; see the balance table).")
-    if spec.mask in ("causal", "sliding_window"):
-        out.append("the in-block mask helpers of the pseudocode (causal_fill / window_fill) are written against a generic "
+    if spec.mask == "topk":
+        out.append("top-k on SK-01 reads every KV tile and masks the positions the indexer did not pick; the "
+                   "index_select gather of the Sparse Attn row would read only the picked rows (tuning direction).")
+    if spec.mask in ("causal", "sliding_window", "topk"):
+        out.append("the in-block mask helpers of the pseudocode (causal_fill / window_fill / topk_tile_mask) are written against a generic "
                    "triangular-mask API: map them to the mask primitive of the target PyPTO release.")
     if form == "performance":
         out.append("performance form: breaking any SK-01 invariant (Q_TILE = seq_q/2, static K range, SSA state, "

@@ -217,6 +217,8 @@ def interfaces(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec], list[Mod
         inputs.append(TensorSpec(name="v_scale", shape=["batch", "num_kv_heads", "head_dim"], dtype="float32"))
     if spec.mask == "tensor":
         inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
+    if spec.mask == "topk":  # the indexer's picks per query token, -1 = unused slot (shared by the token's heads)
+        inputs.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
     out = TensorSpec(name="attn_out", shape=q.shape, dtype=dt)
     module = Module(
         id=1, name=f"{spec.op_name}_sk01",

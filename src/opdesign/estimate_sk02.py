@@ -361,7 +361,7 @@ def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
 
 
 def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: DeviceProfile) -> list[str]:
-    s, ub = spec.shape, fit.ub
+    ub = fit.ub
     out = [f"UB margin {ub.capacity_bytes - ub.total_bytes} B of {ub.capacity_bytes} B "
            f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): a larger topk or q_tile must be re-budgeted "
            "(SK-02-R2, C-TILE-03); when it no longer fits, SK-01 takes over."]

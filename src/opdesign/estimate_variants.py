@@ -24,6 +24,8 @@ def sk01_variant(spec: Spec) -> str:
         return "PageAttn FP8"
     if spec.mask == "tensor":
         return "FA Score"
+    if spec.mask == "topk":
+        return "Sparse Attn"
     if spec.kv_cache == "paged":
         return "PageAttn"
     return "FA MHA"
@@ -35,8 +37,8 @@ def kv_block_ranges(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: in
 
     Row ``r`` of the query sees column ``c`` when (bottom-right aligned, AT-01
     mask kinds): ``causal``: ``c <= r + seq_kv - seq_q``; ``sliding_window``:
-    additionally ``c > r + seq_kv - seq_q - window``; ``none`` and ``tensor``
-    (mask values unknown at design time): every column.
+    additionally ``c > r + seq_kv - seq_q - window``; ``none``, ``tensor`` and
+    ``topk`` (mask values and picks unknown at design time): every column.
     """
     offset = seq_kv - seq_q
     kv_tiles = ceil(seq_kv / kv_tile)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from opdesign.tools_base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
 
@@ -117,15 +117,13 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
 
 
 class ValidateDesignInput(ToolInput):
-    model_config = {
-        "json_schema_extra": {
-            "oneOf": [
-                {"required": ["design_path"], "properties": {"design_path": {"type": "string"}}},
-                {"required": ["text"], "properties": {"text": {"type": "string"}}},
-            ],
-            "dependentRequired": {"interfaces_text": ["text"]},
-        }
-    }
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "oneOf": [  # exactly one source, and not null
+            {"required": ["design_path"], "properties": {"design_path": {"type": "string"}}},
+            {"required": ["text"], "properties": {"text": {"type": "string"}}},
+        ],
+        "dependentRequired": {"interfaces_text": ["text"]},
+    })
 
     design_path: str | None = Field(None, min_length=1, max_length=4096,
                                     description="a DESIGN.md or an operator folder, relative to the tool root")
