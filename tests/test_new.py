@@ -101,7 +101,7 @@ def test_dense_8192_scaffold_passes(tmp_path):
 
 @pytest.mark.parametrize("spec,old,new", [
     ("causal_gqa_tail", "oi = alpha * oi + beta * oij", "oi = oi + beta * oij"),  # dropped rescale
-    ("causal_gqa_tail", "kv_h = h_idx // group", "kv_h = h_idx % k.shape[1]"),  # wrong GQA mapping
+    ("causal_gqa_tail", "kv_h = h_idx // group", "kv_h = h_idx % x[\"num_kv_heads\"]"),  # wrong GQA mapping
     ("causal_gqa_tail", "ok = visible_mask(rows, kv_off + np.arange(KV_TILE), seq_q, seq_kv, mask_rows)",
      "ok = (rows[:, None] < seq_q) & ((kv_off + np.arange(KV_TILE))[None, :] < seq_kv)"),  # kernel ignores the causal mask
     ("dense_fa_8192", "oi = alpha * oi + beta * oij", "oi = oi + beta * oij"),

@@ -105,3 +105,15 @@ def test_rules_lists_checks_and_explains_one() -> None:
     assert data["parameters"]["align_bytes"] == 32 and data["check"]["level"] == "error"
     check = json.loads(runner.invoke(app, ["rules", "SK-01-P1", "--json"]).output)
     assert check["id"] == "SK-01-P1" and check["needs_block"] is True
+
+
+def test_pre_commit_hook_definition(ops: Path, cli) -> None:
+    import yaml
+
+    (hook,) = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "opdesign-validate" and hook["entry"] == "opdesign validate"
+    pattern = re.compile(hook["files"])
+    assert [bool(pattern.search(p)) for p in ("DESIGN.md", "custom/op/DESIGN.md", "MY_DESIGN.md", "DESIGN.md.bak")] == [
+        True, True, False, False]
+    # pre-commit passes the matching file names as arguments
+    assert cli("validate", "good/DESIGN.md", "bad/DESIGN.md", cwd=ops).returncode == 1

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from validate_support import FIXTURES, IFACE, run_case
 
 from opdesign.validate import MAX_INPUT_BYTES, Report, validate_paths, validate_text
+from opdesign.validate.output import format_text
 
 BASE = FIXTURES / "_base" / "baseline_zh"
 DESIGN_LINES = (BASE / "DESIGN.md").read_text(encoding="utf-8").splitlines()
@@ -30,6 +31,7 @@ def _sound(report: Report) -> None:
     assert all(f.rule != "OD-DOC-10" for f in report.findings), [f.message for f in report.findings]
     assert all(f.line >= 1 for f in report.findings)
     Report.model_validate_json(report.model_dump_json())
+    assert len(format_text(report).splitlines()) == len(report.findings) + 1  # one line per finding
 
 
 @FUZZ

@@ -245,11 +245,18 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         variant=variant, balance=bal, block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )
-    return _with_tuning(spec, plan)
+    return plan
 
 
-def _with_tuning(spec: Spec, plan: Plan) -> Plan:
-    """Add the cost-model rank of the plan's tiles and the next best legal candidates (issue: cost model)."""
+def with_tuning(spec: Spec, plan: Plan) -> Plan:
+    """The plan plus the cost-model rank of its tiles and the next best legal candidates.
+
+    Only SK-01 plans are ranked (the cost model covers the C1-V1-C2-V2 loop);
+    other plans come back unchanged. Kept out of :func:`estimate` so that a plain
+    estimate stays fast and numpy-free; ``opdesign new`` calls it.
+    """
+    if plan.skeleton.id != "SK-01":
+        return plan
     from opdesign.costmodel import rank_candidates, tuning_candidates
 
     ranking = rank_candidates(spec, top=1, plan=plan)

@@ -8,11 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from opdesign.errors import OpdesignError, SpecError
-from opdesign.estimate import estimate
+from opdesign.estimate import estimate, with_tuning
 from opdesign.plan import Plan
-from opdesign.render import Lang, render_all, write_artifacts
 from opdesign.spec import Spec, load_spec
+
+if TYPE_CHECKING:
+    from opdesign.render import Lang
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,15 @@ def golden_module_count(spec: Spec, spec_path: Path) -> tuple[int, str] | None:
     return report.module_count, report.reason
 
 
-def plan_from_spec_file(spec_path: str | Path) -> Plan:
-    """Load, validate and estimate a SPEC file (raises SpecError on bad input)."""
+def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
+    """Load, validate and estimate a SPEC file (raises SpecError on bad input).
+
+    ``tuning=True`` adds the cost-model rank and tuning candidates (:func:`with_tuning`).
+    """
     path = Path(spec_path)
     spec = load_spec(path)
-    return estimate(spec, golden_module_count(spec, path))
+    plan = estimate(spec, golden_module_count(spec, path))
+    return with_tuning(spec, plan) if tuning else plan
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = "en",
@@ -55,7 +63,9 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
     invalid or a target exists without ``force``.
     """
-    plan = plan_from_spec_file(spec_path)
+    from opdesign.render import render_all, write_artifacts
+
+    plan = plan_from_spec_file(spec_path, tuning=True)
     files = render_all(plan, lang)
     written = write_artifacts(files, Path(out_dir) if out_dir is not None else Path(plan.op_name), force=force)
     return NewResult(plan=plan, files=written)

@@ -121,12 +121,6 @@ class Document:
             hidden.update(range(fence.first_line - 1, fence.first_line + len(fence.content.splitlines()) + 1))
         return [(n, text) for n, text in enumerate(self.lines, start=1) if n not in hidden]
 
-    def find_line(self, needle: str, start: int = 1) -> int | None:
-        """First file line (>= ``start``) containing ``needle``."""
-        for i in range(max(start, 1) - 1, len(self.lines)):
-            if needle in self.lines[i]:
-                return i + 1
-        return None
 
 
 def _normalise(text: str) -> str:

@@ -75,7 +75,7 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
         program = read_program(doc)
     except Exception as err:  # noqa: BLE001 - the markdown/ast layer must never crash the run
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
-                        message=f"document could not be parsed: {type(err).__name__}: {err}")]
+                        message=_one_line(f"document could not be parsed: {type(err).__name__}: {err}"))]
     loaded, state, problem, problem_line = iface
     ctx = Context(doc=doc, interfaces=loaded, interfaces_state=state, interfaces_problem=problem,
                   interfaces_problem_line=problem_line, program=program)
@@ -87,11 +87,17 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
             hits = list(rule.check(ctx))
         except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
             findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
-                                    message=f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"[:500]))
+                                    message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}")))
             continue
-        findings += [Finding(rule=rule.id, level=rule.level, message=h.message, line=max(1, h.line),
+        findings += [Finding(rule=rule.id, level=rule.level, message=_one_line(h.message), line=max(1, h.line),
                              file=iface_name if h.interfaces else design) for h in hits]
     return _suppress(doc.directives, findings, design)
+
+
+def _one_line(message: str, limit: int = 500) -> str:
+    """Messages stay on one output line (``path:line: RULE level: message``)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _suppress(directives: Iterable, findings: list[Finding], design: str) -> list[Finding]:

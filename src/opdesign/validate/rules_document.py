@@ -192,7 +192,8 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
     typical configurations (a ``priority`` column) in the contract; tiling parameters, implementation
     config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
     ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
-    ``检查``) in the verification plan. A missing table is reported at its chapter heading."""
+    ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
+    verification plan. A missing table is reported at its chapter heading."""
     for table in ctx.doc.tables:
         if _is_empty(table.rows):
             yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
@@ -200,13 +201,21 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
         heading = ctx.doc.chapter_heading(chapter)
         if heading is None:
             continue
-        if not any(t.chapter == chapter and _matches(t.header, aliases) for t in ctx.doc.tables):
+        found = (design_check_tables(ctx) if aliases is CHECK_TABLE
+                 else [t for t in ctx.doc.tables if t.chapter == chapter and _matches(t.header, aliases)])
+        if not found:
             wanted = " / ".join(a for a in aliases if a != "*")
             yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
 
 
 def design_check_tables(ctx: Context) -> list[Any]:
-    return [t for t in ctx.doc.tables if t.chapter == "verification" and _matches(t.header, CHECK_TABLE)]
+    """Tables of the verification chapter with a ``check`` / ``检查`` first column, or under the
+    design-checks sub-heading (``opdesign.render.SUBHEADINGS``: Design Checks / 设计检查结果)."""
+    from opdesign.render import SUBHEADINGS
+
+    names = {table["checks"].casefold() for table in SUBHEADINGS.values()}
+    return [t for t in ctx.doc.tables if t.chapter == "verification"
+            and (_matches(t.header, CHECK_TABLE) or t.section.strip().casefold() in names)]
 
 
 @rule("OD-DOC-07", "error", "document", "CANNBot DESIGN.md template (no pre-filled pass)",
