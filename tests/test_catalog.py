@@ -283,16 +283,24 @@ def test_cli_cards_list_and_show() -> None:
 
 
 def test_cli_rules() -> None:
+    from opdesign.validate.registry import all_rules
+
     listed = runner.invoke(app, ["rules"])
     assert listed.exit_code == 0, listed.output
-    assert len(listed.output.splitlines()) == sum(CONSTRAINT_RANGES.values())
+    lines = listed.output.splitlines()[:-1]  # the last line explains the * mark
+    ids = [line.split()[0] for line in lines]
+    assert len(ids) == len(set(ids))  # one row per id: constraints, then validator-only checks
+    constraint_count = sum(CONSTRAINT_RANGES.values())
+    assert all(i.startswith("C-") for i in ids[:constraint_count])
+    assert set(ids) == {i for i in ids[:constraint_count]} | set(all_rules())
+    assert next(line for line in lines if line.startswith("C-TILE-02 ")).split()[1] == "*"
     shown = runner.invoke(app, ["rules", "C-TILE-02"])
     assert shown.exit_code == 0, shown.output
     assert shown.output.startswith("C-TILE-02  (must, area TILE)")
     assert "align_bytes: 32" in shown.output
     data = json.loads(runner.invoke(app, ["rules", "C-TILE-02", "--json"]).output)
     assert data["parameters"]["align_bytes"] == 32
-    assert len(json.loads(runner.invoke(app, ["rules", "--json"]).output)) == sum(CONSTRAINT_RANGES.values())
+    assert len(json.loads(runner.invoke(app, ["rules", "--json"]).output)) == len(ids)
 
 
 @pytest.mark.parametrize("args", [["cards", "show", "SK-99"], ["rules", "C-TILE-99"]])

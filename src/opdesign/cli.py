@@ -182,11 +182,18 @@ def rules(
     from opdesign.validate.registry import all_rules, get_rule
 
     if rule_id is None:
-        rows = _catalog.rule_rows() + [check.as_row() for check in all_rules().values()]
+        checks = all_rules()
+        constraint_rows = _catalog.rule_rows()
+        known = {row["id"] for row in constraint_rows}
+        rows = [{**row, "checked_by_validator": row["id"] in checks} for row in constraint_rows]
+        rows += [{**check.as_row(), "checked_by_validator": True} for cid, check in checks.items() if cid not in known]
         if as_json:
             _echo_json(rows)
         for row in rows if not as_json else []:
-            typer.echo(f"{row['id']:<11}{row['level']:<10}{row['text']}")
+            mark = "*" if row["checked_by_validator"] else " "
+            typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
+        if not as_json:
+            typer.echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
         return
     check = get_rule(rule_id)
     if check is not None and rule_id.strip().upper() not in _catalog.load_catalog().constraints:
