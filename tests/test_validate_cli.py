@@ -16,6 +16,9 @@ from opdesign.validate import all_rules
 
 runner = CliRunner()
 BASE = FIXTURES / "_base"
+BASE_LINES = (BASE / "perf_en" / "DESIGN.md").read_text(encoding="utf-8").splitlines()
+KV_TILE_LINE = str(BASE_LINES.index("KV_TILE = 1024") + 1)
+L1_LINE = str(next(i for i, line in enumerate(BASE_LINES, start=1) if line.startswith("  l1_budget:")))
 LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+): (?P<rule>[A-Z0-9-]+) (?P<level>error|warning|info): (?P<msg>.+)$")
 
 
@@ -40,7 +43,7 @@ def test_text_output_and_exit_codes(ops: Path, monkeypatch: pytest.MonkeyPatch) 
     *lines, summary = bad.output.splitlines()
     parsed = [LINE.match(line).groupdict() for line in lines]
     assert [(p["file"], p["line"], p["rule"], p["level"]) for p in parsed] == [
-        ("bad/DESIGN.md", "52", "OD-NUM-05", "warning"), ("bad/DESIGN.md", "224", "OD-NUM-04", "error")]
+        ("bad/DESIGN.md", L1_LINE, "OD-NUM-05", "warning"), ("bad/DESIGN.md", KV_TILE_LINE, "OD-NUM-04", "error")]
     assert summary == "checked 2 files: 1 error, 1 warning, 0 infos"
     missing = runner.invoke(app, ["validate", "bad", "nowhere"])
     assert missing.exit_code == 2 and "nowhere:1: OD-DOC-01 error: input unusable: no such file" in missing.output
@@ -52,7 +55,8 @@ def test_json_output(ops: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = json.loads(result.output)
     assert result.exit_code == 1 and set(data) == {"files", "findings", "summary"}
     assert data["files"] == ["bad/DESIGN.md"] and data["summary"] == {"error": 1, "warning": 1, "info": 0}
-    assert data["findings"][1] == {"rule": "OD-NUM-04", "level": "error", "file": "bad/DESIGN.md", "line": 224,
+    assert data["findings"][1] == {"rule": "OD-NUM-04", "level": "error", "file": "bad/DESIGN.md",
+                                   "line": int(KV_TILE_LINE),
                                    "message": "KV_TILE = 512, the opdesign block says kv_tile: 1024"}
 
 

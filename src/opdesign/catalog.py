@@ -260,9 +260,12 @@ def _invalid(rel: str, err: ValidationError) -> CatalogError:
     return CatalogError("; ".join(lines), {"file": rel, "errors": lines})
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same safe subset, faster
+
+
 def _yaml(text: str, rel: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         raise _fail(rel, f"not valid YAML: {err}") from err
 

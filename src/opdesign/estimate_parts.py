@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from math import ceil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
@@ -19,7 +19,9 @@ from opdesign.plan import (
     TensorSpec,
     VecTile,
 )
-from opdesign.spec import Spec
+
+if TYPE_CHECKING:
+    from opdesign.spec import Spec
 
 # Vector ops of each stage and their input counts (AT-01 per-block chain; V2 is
 # the accumulator rescale after C2, FAI "RescaleO").

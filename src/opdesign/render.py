@@ -20,44 +20,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from opdesign.errors import InputError, OutputExistsError
 from opdesign.paths import data_dir
+from opdesign.headings import HEADINGS, SUBHEADINGS
 from opdesign.plan import Plan
 
 Lang = Literal["en", "zh"]
-
-# Chapter headings of the CANNBot contract (domain.md §9), per language.
-HEADINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "contract": "Operator Contract",
-        "graph": "Compute Graph and API Mapping",
-        "decomposition": "Decomposition and Module Boundaries",
-        "decisions": "Patterns and Design Decisions",
-        "pseudocode": "Pseudocode",
-        "verification": "Verification Plan",
-        "risks": "Risks and Open Questions",
-    },
-    "zh": {
-        "contract": "算子契约",
-        "graph": "计算图与 API 映射",
-        "decomposition": "分解与模块边界",
-        "decisions": "范式与设计决策",
-        "pseudocode": "伪代码",
-        "verification": "验证方案 / Verification Plan",
-        "risks": "风险与开放问题",
-    },
-}
-SUBHEADINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "selection": "SK/AT Selection", "tiling": "Tiling and Data Split", "config": "Implementation Config",
-        "layout": "Layout and Quantization", "loops": "Loops and State", "stability": "Numerical Stability",
-        "checks": "Design Checks", "cases": "Post-Implementation Cases",
-    },
-    "zh": {
-        "selection": "SK/AT 选择", "tiling": "Tiling 与数据切分", "config": "实现配置",
-        "layout": "布局与量化", "loops": "循环与状态", "stability": "数值稳定性",
-        "checks": "设计检查结果", "cases": "实现后验证用例",
-    },
-}
-
 
 def _cell(value: Any) -> str:
     """Markdown table cell: no pipes or newlines break the row."""

@@ -4,7 +4,7 @@
   :mod:`opdesign.validate.yamlsafe` (lines are file lines);
 - headings with their level and line; a heading inside fenced code is code;
 - chapters: headings matched against the CANNBot chapter names
-  (``opdesign.render.HEADINGS``, English and Chinese, case-insensitive; the
+  (``opdesign.headings.HEADINGS``, English and Chinese, case-insensitive; the
   English or Chinese half of the bilingual ``验证方案 / Verification Plan``
   alone also matches; a leading section number such as ``5.`` is ignored);
 - tables (header cells, body rows with lines, the enclosing chapter);
@@ -31,7 +31,7 @@ class Heading:
     level: int
     text: str
     line: int
-    chapter: str | None  # key of render.HEADINGS when the heading is a chapter
+    chapter: str | None  # key of headings.HEADINGS when the heading is a chapter
 
 
 @dataclass
@@ -130,8 +130,8 @@ def _normalise(text: str) -> str:
 
 @cache
 def chapter_names() -> dict[str, str]:
-    """Normalised heading text -> chapter key, from ``opdesign.render.HEADINGS`` (both languages)."""
-    from opdesign.render import HEADINGS
+    """Normalised heading text -> chapter key, from ``opdesign.headings.HEADINGS`` (both languages)."""
+    from opdesign.headings import HEADINGS
 
     names: dict[str, str] = {}
     for table in HEADINGS.values():
