@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES, run_cli
-from opdesign.errors import SpecError
+from opdesign.errors import NotFoundError, SpecError
 from opdesign.spec import load_spec, parse_spec, spec_json_schema
 
 BASE = yaml.safe_load((EXAMPLES / "causal_gqa_tail.yaml").read_text())
@@ -42,6 +42,10 @@ BAD = [
     (("colour",), "red", "colour: unknown key"),
     (("shape", "colour"), 1, "shape.colour: unknown key"),
     (("typical_configs", 0, "shape"), {"head_dim": 40}, "typical_configs.0.shape.head_dim: head_dim 40 is not a multiple of 16"),
+    (("typical_configs", 0, "shape"), {"seq_q": 5000}, "typical_configs.0.shape.seq_q: 5000 is outside dynamic_axes.0.range [1, 4096]"),
+    (("shape", "seq_kv"), 8000, "shape.seq_kv: 8000 is outside dynamic_axes.1.range [1, 4096]"),
+    (("dynamic_axes",), [{"name": "batch", "range": [1, 8], "uniform": False}],
+     "dynamic_axes.0.uniform: uniform: false (varlen per batch) applies to seq_q / seq_kv, not batch"),
 ]
 
 
@@ -65,8 +69,10 @@ def test_cli_new_on_bad_spec_exits_2_and_writes_nothing(tmp_path, path, value, m
 
 
 def test_unreadable_and_non_mapping_specs(tmp_path):
-    with pytest.raises(SpecError, match="cannot read SPEC"):
+    with pytest.raises(NotFoundError, match="SPEC file not found"):
         load_spec(tmp_path / "missing.yaml")
+    with pytest.raises(SpecError, match="cannot read SPEC"):
+        load_spec(tmp_path)  # a directory
     bad = tmp_path / "list.yaml"
     bad.write_text("- 1\n- 2\n")
     with pytest.raises(SpecError, match="must be a YAML mapping, got list"):

@@ -171,7 +171,7 @@ def test_balance_says_when_fewer_cores_do_as_well():
 
 def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
     # topk 16384 cannot stay resident in UB (SK-02 condition 2): SK-01 takes over with a top-k mask
-    path = _spec_file(tmp_path, "sparse_topk_2048", "topk_fallback", shape={"topk": 16384, "seq_kv": 20000},
+    path = _spec_file(tmp_path, "sparse_topk_2048", "topk_fallback", shape={"topk": 16384, "seq_kv": 4096},
                       typical_configs=[{"name": "f1", "type": "functional", "priority": "P0",
                                         "shape": {"batch": 2, "seq_kv": 600, "topk": 16384}}])
     plan = estimate(load_spec(path))

@@ -13,7 +13,8 @@ head_group, streams)``:
   "PV tile". Cube tiles come from :func:`opdesign.estimate_parts.choose_cube_tiles`;
 * ``vec_tile``: the V1 TileShape, one shape per area in ``VEC_AREAS`` (widest
   columns first, see :func:`vec_shapes`); V2 follows with the same rows;
-* ``unroll_factor`` from the SK-01 card's ``unroll_candidates`` (``default``),
+* ``unroll_factor`` from the SK-01 card's ``unroll_candidates`` for the variant
+  (``estimate_variants.unroll_candidates``),
   ``head_group`` G from 1 plus AT-23 ``group_sizes``, ``streams`` from ``STREAM_COUNTS``.
 
 :func:`check_rules` is the vectorised twin of :mod:`opdesign.budget` (UB, L1,
@@ -29,6 +30,7 @@ from math import ceil
 
 import numpy as np
 
+from opdesign.estimate_variants import unroll_candidates
 from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.estimate_parts import FP8_V1_OPS, FP8_V2_OPS, V1_OPS, V2_OPS, choose_cube_tiles, vec_cols_v2
@@ -137,7 +139,7 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     qks = sorted({int(safe * f) for f in QK_FACTORS} | {qk_c1})
     pvs = sorted({int(safe * f) for f in PV_FACTORS} | {pv_c2})
     rows_range = tuple(sk01.param("safe_vec_range"))
-    unrolls = sorted(sk01.unroll_candidates.get("default", [1]))
+    unrolls = sorted(unroll_candidates(spec, sk01))  # the variant's tuning candidates, as in the plan
     groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
 
     geo, seen = [], set()

@@ -19,6 +19,7 @@ from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate_parts import (
+    batch_lengths,
     choose_cube_tiles,
     choose_vec_tiles,
     config_entries,
@@ -32,7 +33,8 @@ from opdesign.estimate_variants import balance, choose_unroll, fp8_tolerance, kv
 from opdesign.plan import Choice, Decision, Plan
 from opdesign.spec import Spec
 
-SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk")}
+SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
+             "layout": ("BNSD", "BSND")}
 
 
 def _check_supported(spec: Spec) -> None:
@@ -242,7 +244,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         ],
         dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
-        variant=variant, balance=bal, block_size=s.block_size, window=s.window, topk=s.topk,
+        variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )
     return plan

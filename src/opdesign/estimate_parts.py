@@ -58,7 +58,8 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
         FormCheck(id="SK-01-PERF-2", condition=f"head_dim in {dims}", observed=f"head_dim = {s.head_dim}",
                   passed=s.head_dim in dims, source=src + "2"),
         FormCheck(id="SK-01-PERF-3", condition=f"root_count with Q_TILE = seq_q/2 in [{lo}, {hi}]",
-                  observed=f"{s.batch} x {s.num_heads} x {ceil(s.seq_q / q_tile_perf)} = {roots}",
+                  observed=f"Q_TILE = align16(seq_q hi / 2) = {q_tile_perf}; batch {s.batch} x num_heads {s.num_heads} "
+                           f"x ceil(seq_q {s.seq_q} / {q_tile_perf}) = {roots}",
                   passed=lo <= roots <= hi, source=src + "3"),
         FormCheck(id="SK-01-PERF-4", condition=f"performance target more than {ratio_min}x from the baseline",
                   observed=c4[1], passed=c4[0], source=src + "4"),
@@ -168,8 +169,9 @@ def config_entries(spec: Spec, sk01: Card) -> tuple[dict[str, dict[str, Any]], l
     """pass_options / runtime_options from the SK-01 card's configuration recommendations.
 
     The first recommendation of each key without a ``when`` condition is taken.
-    Paged KV adds ``ready_on_host_tensors`` (required for paged control flow) and
-    the deeper ``vec_nbuffer_setting`` of the card (``vec_nbuffer_paged_sparse_max``).
+    Paged KV and per-batch lengths add ``ready_on_host_tensors`` (required when
+    loop bounds read them); paged KV also takes the deeper ``vec_nbuffer_setting``
+    of the card (``vec_nbuffer_paged_sparse_max``).
     """
     config: dict[str, dict[str, Any]] = {"pass_options": {}, "runtime_options": {}}
     entries: list[ConfigEntry] = []
@@ -182,11 +184,16 @@ def config_entries(spec: Spec, sk01: Card) -> tuple[dict[str, dict[str, Any]], l
         config[group][name] = rec.value
         entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose=rec.purpose,
                                    source=f"{sk01.id} configuration"))
-    if spec.kv_cache == "paged":
-        rec = next(r for r in sk01.config if r.key == "runtime_options.ready_on_host_tensors")
-        config["runtime_options"]["ready_on_host_tensors"] = list(rec.value)
-        entries.append(ConfigEntry(key=rec.key, value=list(rec.value), status="required", purpose=rec.purpose,
+    host_tensors = (["block_table"] if spec.kv_cache == "paged" else []) + list(batch_lengths(spec).values())
+    if host_tensors:
+        key = "runtime_options.ready_on_host_tensors"
+        rec = next((r for r in sk01.config if r.key == key), None) or next(
+            r for r in load_catalog().card("SK-01").config if r.key == key)
+        config["runtime_options"]["ready_on_host_tensors"] = host_tensors
+        entries.append(ConfigEntry(key=rec.key, value=host_tensors, status="required",
+                                   purpose=rec.purpose + " Loop bounds read them.",
                                    source=f"{sk01.id} configuration ({rec.when})"))
+    if spec.kv_cache == "paged":
         deep = sk01.param("vec_nbuffer_paged_sparse_max")
         config["pass_options"]["vec_nbuffer_setting"] = dict(deep)
         for i, e in enumerate(entries):
@@ -201,6 +208,24 @@ def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
             "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
 
 
+def batch_lengths(spec: Spec) -> dict[str, str]:
+    """Axis -> name of the ``[batch]`` int32 tensor holding per-batch valid lengths.
+
+    Paged KV always reads ``kv_act_seqs`` (AT-17); a non-uniform (varlen) axis
+    reads ``actual_seq_q`` / ``actual_seq_kv``. Loop bounds depend on them, so they
+    are ``ready_on_host_tensors`` (SK-01 configuration).
+    """
+    varlen = {a.name for a in spec.dynamic_axes if not a.uniform}
+    out = {}
+    if "seq_q" in varlen:
+        out["seq_q"] = "actual_seq_q"
+    if spec.kv_cache == "paged":
+        out["seq_kv"] = "kv_act_seqs"
+    elif "seq_kv" in varlen:
+        out["seq_kv"] = "actual_seq_kv"
+    return out
+
+
 def interfaces(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec], list[Module]]:
     """Primary inputs (golden signature order), final outputs and the module list (CANNBot format)."""
     dt = NP_DTYPE[spec.dtype]
@@ -209,12 +234,12 @@ def interfaces(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec], list[Mod
         cache = ["num_blocks", "block_size", "num_kv_heads", "head_dim"]
         inputs = [q, TensorSpec(name="k_cache", shape=cache, dtype=dt),
                   TensorSpec(name="v_cache", shape=cache, dtype="int8" if spec.quant == "fp8" else dt),
-                  TensorSpec(name="block_table", shape=["batch", "max_blocks_per_seq"], dtype="int32"),
-                  TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32")]
+                  TensorSpec(name="block_table", shape=["batch", "max_blocks_per_seq"], dtype="int32")]
     else:
         v_dt = "int8" if spec.quant == "fp8" else dt
         inputs = [q, TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt),
                   TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=v_dt)]
+    inputs += [TensorSpec(name=name, shape=["batch"], dtype="int32") for name in batch_lengths(spec).values()]
     if spec.quant == "fp8":  # FP8 E4M3 bytes travel as int8; one FP32 scale per V channel
         inputs.append(TensorSpec(name="v_scale", shape=["batch", "num_kv_heads", "head_dim"], dtype="float32"))
     if spec.mask == "tensor":

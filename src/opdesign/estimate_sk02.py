@@ -280,6 +280,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
     config, entries = config_entries(spec, card)
     rec = next(r for r in cat.card("SK-01").config if r.key == "runtime_options.ready_on_host_tensors")
     config["runtime_options"]["ready_on_host_tensors"] = ["kv_act_seqs"]
+    entries = [e for e in entries if e.key != rec.key]
     entries.append(ConfigEntry(key=rec.key, value=["kv_act_seqs"], status="required",
                                purpose="cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early",
                                source=f"SK-01 configuration ({rec.when}), AT-21"))

@@ -58,20 +58,38 @@ def kv_block_ranges(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: in
     return out
 
 
+def unroll_candidates(spec: Spec, sk01: Card) -> list[int]:
+    """Tuning candidates of the KV-loop unroll factor for the SPEC's variant.
+
+    The variant's own list when it has one with a choice in it (PageAttn FP8
+    8/4/2/1, FA Score 4/2/1); otherwise SK-01's general candidates (8/4/2/1):
+    FA MHA runs ``pypto.loop`` first and keeps the others for tuning.
+    """
+    own = sk01.unroll_candidates.get(sk01_variant(spec), [])
+    return list(own) if len(own) > 1 else list(sk01.unroll_candidates.get("default", [1]))
+
+
 def choose_unroll(spec: Spec, sk01: Card, variant: str, kv_tile: int, form: str) -> Unroll:
     """One KV-loop unroll factor (C-LOOP-05) from the variant's candidates.
 
-    The factor is the largest candidate not above the smallest KV tile count of
-    the typical configs, so every config runs at least one full unrolled group;
-    the last group of a longer loop runs the remainder (``loop_unroll`` yields
-    ``(index, factor)``).
+    Variants whose KV loop is ``loop_unroll`` in the SK-01 variant matrix take the
+    largest candidate not above the smallest KV tile count of the typical
+    configs, so every config runs at least one full unrolled group; the last
+    group of a longer loop runs the remainder (``loop_unroll`` yields
+    ``(index, factor)``). Variants on ``pypto.loop`` start from 1.
     """
-    candidates = list(sk01.unroll_candidates.get(variant, sk01.unroll_candidates.get("FA MHA", [1])))
+    candidates = unroll_candidates(spec, sk01)
     if form == "performance":
-        return Unroll(candidates=list(sk01.unroll_candidates.get("default", [1])), unroll_factor=1, unroll_list=[1],
+        return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1],
                       remainder_rule="no remainder: the static range traces every KV tile",
                       reason="performance form: static Python range over <= 8 KV tiles, no unroll_list (SK-01 perf invariant 2)",
                       source="SK-01 perf invariant 2, C-LOOP-05")
+    own = sk01.unroll_candidates.get(variant, [])
+    if len(own) <= 1:
+        return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1], remainder_rule="factor 1: no remainder",
+                      reason=f"{variant} runs the KV loop as pypto.loop (SK-01 variant matrix); "
+                             f"factors {candidates} are tuning candidates",
+                      source="SK-01 variant matrix and unroll candidates, C-LOOP-05")
     min_tiles = min(ceil(spec.config_shape(c).seq_kv / kv_tile) for c in spec.typical_configs)
     factor = max([c for c in candidates if c <= min_tiles] or [1])
     rule = ("factor 1: no remainder" if factor == 1 else

@@ -210,6 +210,8 @@ class Plan(_Model):
     two_pass_reason: str | None = None
     balance: Balance | None = None
     block_size: int | None = None
+    batch_lengths: dict[str, str] = Field(default_factory=dict,
+                                          description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")
     cost_legal: int | None = Field(None, description="number of legal candidates ranked")
     tuning: list[dict[str, Any]] = Field(default_factory=list, description="next best legal candidates with estimated gain")

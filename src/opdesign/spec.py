@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from opdesign.errors import SpecError
+from opdesign.errors import NotFoundError, SpecError
 
 MAX_SPEC_BYTES = 1_000_000
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
@@ -190,6 +190,15 @@ class Spec(_Strict):
             raise _FieldError("softmax_stats_input", "only meaningful with direction: backward (forward l/m as inputs)")
         if self.two_pass_reason is not None and self.direction != "backward":
             raise _FieldError("two_pass_reason", "only meaningful with direction: backward (SK-16)")
+        for i, axis in enumerate(self.dynamic_axes):
+            if not axis.uniform and axis.name not in ("seq_q", "seq_kv"):
+                raise _FieldError(f"dynamic_axes.{i}.uniform", f"uniform: false (varlen per batch) applies to seq_q / seq_kv, not {axis.name}")
+            lo, hi = axis.range
+            for where, shape in self._all_shapes():
+                value = getattr(shape, axis.name, None)
+                if value is not None and not lo <= value <= hi:
+                    raise _FieldError(f"{where}.{axis.name}",
+                                      f"{value} is outside dynamic_axes.{i}.range [{lo}, {hi}]")
         names = {c.name for c in self.typical_configs}
         if len(names) != len(self.typical_configs):
             raise _FieldError("typical_configs", "config names must be unique")
@@ -274,9 +283,12 @@ def load_spec(path: str | Path) -> Spec:
     """Read and validate a SPEC YAML file (safe loader only, at most 1 MB).
 
     Raises:
-        SpecError: missing/unreadable file, not UTF-8, bad YAML, or schema violation.
+        NotFoundError: the file does not exist (code ``not_found``).
+        SpecError: unreadable file, not UTF-8, bad YAML, or schema violation.
     """
     p = Path(path)
+    if not p.exists():
+        raise NotFoundError(f"{p}: SPEC file not found")
     try:
         raw = p.read_bytes()
     except OSError as err:
