@@ -112,7 +112,8 @@ def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: in
     stage, peak, t = max(per_stage, key=lambda s: s[1])
     items.append(BudgetItem(
         name=f"{stage}_operands", bytes=peak,
-        formula=f"(mL1 x kL1 + kL1 x nL1) x {DTYPE_BYTES[t.operand_dtype]} B x cube_nbuffer {cube_nbuffer}",
+        formula=f"(mL1 x kL1 + kL1 x nL1) x {DTYPE_BYTES[t.operand_dtype]} B x cube_nbuffer {cube_nbuffer}; "
+                f"{stage} is the larger of C1 (Q, K) and C2 (P, V), the stages do not hold L1 at once",
         source="C-TILE-03, C-TILE-05 [L0, L1] tiles, SK-01 cube_nbuffer_setting"))
     c1 = cube["C1"]
     p_bytes = DTYPE_BYTES[cube["C2"].operand_dtype]

@@ -302,7 +302,7 @@ def tool_call(
 
 @app.command("mcp")
 def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP)) -> None:
-    """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign[mcp]'."""
+    """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign\\[mcp]'."""
     from opdesign.mcp_server import serve
 
     serve(root)

@@ -158,11 +158,13 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
     while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
         # C-TILE-03: halve the Q tile until the resident state and results fit
+        why = "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in _over(ub, l1, l0))
         q_tile //= 2
         cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
         tile_decisions[0] = Decision(
             name="q_tile", value=q_tile,
-            basis=f"safe tile halved to {q_tile} until UB/L1/L0 fit {device.name} (largest power of two that fits)",
+            basis=f"safe tile halved to {q_tile} (largest power of two that fits {device.name}; "
+                  f"at {q_tile * 2}: {why})",
             source="SK-01 safe baseline, C-TILE-03")
         q_tiles = ceil(s.seq_q / q_tile)
     over = _over(ub, l1, l0)

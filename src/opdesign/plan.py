@@ -170,6 +170,16 @@ class Balance(_Model):
     fewer_cores: int | None = Field(None, description="a smaller core count with a better imbalance, if any")
     note: str
 
+    def core_groups(self) -> list[tuple[int, int, int, int]]:
+        """Consecutive cores with the same load as ``(first, last, q_blocks, weight)`` (for compact tables)."""
+        groups: list[tuple[int, int, int, int]] = []
+        for c in self.per_core:
+            if groups and groups[-1][2:] == (c.q_blocks, c.weight) and groups[-1][1] == c.core - 1:
+                groups[-1] = (groups[-1][0], c.core, c.q_blocks, c.weight)
+            else:
+                groups.append((c.core, c.core, c.q_blocks, c.weight))
+        return groups
+
 
 class Plan(_Model):
     """The complete design decided from a SPEC (see ``estimate.estimate``).
