@@ -106,3 +106,37 @@ def test_schema_command_prints_the_model_schema():
     assert schema == json.loads(json.dumps(spec_json_schema(), sort_keys=True))
     assert set(schema["required"]) >= {"schema_version", "op_name", "device", "dtype", "shape", "dynamic_axes"}
     assert schema["properties"]["dynamic_axes"]["minItems"] == 1
+
+
+@pytest.mark.parametrize("note,message", [
+    ("TODO: check", "remove ['TODO']"), ("see <placeholder>", "remove ['<...>']"), ("{x}", "remove ['{', '}']"),
+    ("Decision: module_count = 7", "remove ['module_count']"), ("a\nb", "one line of printable characters"),
+    ("a\ud800b", "one line of printable characters"),
+])
+def test_notes_that_would_break_design_md_are_refused(note, message):
+    data = _mutate(("typical_configs", 0, "note"), note)
+    with pytest.raises(SpecError) as err:
+        parse_spec(data)
+    assert "typical_configs.0.note" in err.value.message and message in err.value.message
+
+
+@pytest.mark.parametrize("path,value,message", [
+    (("shape", "batch"), True, "shape.batch: Input should be a valid integer"),
+    (("shape", "batch"), "2", "shape.batch: Input should be a valid integer"),
+    (("shape", "seq_q"), 2 ** 31, "shape.seq_q: Input should be less than or equal to 1048576"),
+    (("shape", "block_size"), 4096, "shape.block_size: Input should be less than or equal to 1024"),
+    (("typical_configs", 0, "seed"), -1, "typical_configs.0.seed: Input should be greater than or equal to 0"),
+    (("schema_version",), True, "schema_version is the integer 1, not a boolean"),
+    (("golden",), "../x\x00.py", "golden: String should match pattern"),
+])
+def test_loose_types_and_planning_limits(path, value, message):
+    with pytest.raises(SpecError) as err:
+        parse_spec(_mutate(path, value))
+    assert message in err.value.message
+
+
+def test_deeply_nested_yaml_is_refused(tmp_path):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text((EXAMPLES / "causal_gqa_tail.yaml").read_text() + "x: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SpecError, match="nested too deeply|invalid YAML"):
+        load_spec(deep)

@@ -316,14 +316,28 @@ def main() -> None:
     (2 for bad input); any other exception is a bug: ``error: internal_error: ...``
     and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback).
     """
+    usage_error = typer.BadParameter.__mro__[1]  # the click UsageError class Typer is built on
     try:
-        app()
+        rv = app(standalone_mode=False)
+    except usage_error as err:  # bad option, missing argument, unknown command, no command
+        if type(err).__name__ == "NoArgsIsHelpError":
+            sys.exit(0)  # `opdesign` alone printed its help
+        command = err.ctx.command_path if getattr(err, "ctx", None) else "opdesign"
+        typer.echo(f"error: invalid_input: {err.format_message()} (see '{command} --help')", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        sys.exit(1)
     except OpdesignError as err:
         typer.echo(f"error: {err.code}: {err.message}", err=True)
         sys.exit(err.exit_code)
+    except OSError as err:  # the file system refused a path we were given (too long, permissions, ...)
+        typer.echo(f"error: io_error: {err.filename or ''}: {err.strerror or err}", err=True)
+        sys.exit(2)
     except Exception as err:  # noqa: BLE001 - last line of defence: no traceback for users
         if os.environ.get("OPDESIGN_DEBUG"):
             raise
         typer.echo(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
                    "rerun with OPDESIGN_DEBUG=1 for the traceback)", err=True)
         sys.exit(EXIT_INTERNAL)
+    sys.exit(rv if isinstance(rv, int) else 0)

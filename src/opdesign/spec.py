@@ -36,21 +36,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-ShapeInt = Annotated[int, Field(ge=1, le=1 << 31)]
+ShapeInt = Annotated[int, Field(strict=True, ge=1, le=1 << 31)]
+# Planning limits of opdesign (not hardware limits): beyond them the plan's
+# per-block tables and the cost model would take minutes and gigabytes.
+MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_HEAD_DIM, MAX_BLOCK = 65536, 1024, 1 << 20, 1024, 1024
+Batch = Annotated[int, Field(strict=True, ge=1, le=MAX_BATCH)]
+Heads = Annotated[int, Field(strict=True, ge=1, le=MAX_HEADS)]
+Seq = Annotated[int, Field(strict=True, ge=1, le=MAX_SEQ)]
+HeadDim = Annotated[int, Field(strict=True, ge=1, le=MAX_HEAD_DIM)]
+Block = Annotated[int, Field(strict=True, ge=1, le=MAX_BLOCK)]
+# Free text that reaches DESIGN.md: one printable line, no Markdown/HTML/template
+# syntax and no placeholder words (the validator would flag them in our own output).
+_NOTE_FORBIDDEN = ("{", "}", "|", "`", "\\")
+_NOTE_WORDS = ("TODO", "TBD", "FIXME", "XXX", "待补充", "待确认", "module_count", "opdesign:")
+
+
+def _check_note(text: str) -> str:
+    if len(text) > 200:
+        raise ValueError("at most 200 characters")
+    if not text.isprintable():
+        raise ValueError("one line of printable characters (no control characters or newlines)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not encodable as UTF-8 (lone surrogate)") from None
+    bad = [c for c in _NOTE_FORBIDDEN if c in text] + [w for w in _NOTE_WORDS if w.lower() in text.lower()]
+    if "<" in text and ">" in text.split("<", 1)[1]:
+        bad.append("<...>")
+    if bad:
+        raise ValueError(f"notes are copied into DESIGN.md; remove {bad!r}")
+    return text
 
 
 class Shape(_Strict):
     """Typical sizes of the operator's axes (elements, not bytes)."""
 
-    batch: ShapeInt
-    num_heads: ShapeInt
-    num_kv_heads: ShapeInt
-    seq_q: ShapeInt
-    seq_kv: ShapeInt
-    head_dim: ShapeInt
-    block_size: ShapeInt | None = Field(None, description="paged KV page size (kv_cache: paged)")
-    topk: ShapeInt | None = Field(None, description="top-k KV positions per query (mask: topk)")
-    window: ShapeInt | None = Field(None, description="sliding-window width (mask: sliding_window)")
+    batch: Batch
+    num_heads: Heads
+    num_kv_heads: Heads
+    seq_q: Seq
+    seq_kv: Seq
+    head_dim: HeadDim
+    block_size: Block | None = Field(None, description="paged KV page size (kv_cache: paged)")
+    topk: Seq | None = Field(None, description="top-k KV positions per query (mask: topk)")
+    window: Seq | None = Field(None, description="sliding-window width (mask: sliding_window)")
 
     @model_validator(mode="after")
     def _heads(self) -> Shape:
@@ -64,15 +93,15 @@ class Shape(_Strict):
 class ShapeOverride(_Strict):
     """Per-config overrides of :class:`Shape` (any subset of its fields)."""
 
-    batch: ShapeInt | None = None
-    num_heads: ShapeInt | None = None
-    num_kv_heads: ShapeInt | None = None
-    seq_q: ShapeInt | None = None
-    seq_kv: ShapeInt | None = None
-    head_dim: ShapeInt | None = None
-    block_size: ShapeInt | None = None
-    topk: ShapeInt | None = None
-    window: ShapeInt | None = None
+    batch: Batch | None = None
+    num_heads: Heads | None = None
+    num_kv_heads: Heads | None = None
+    seq_q: Seq | None = None
+    seq_kv: Seq | None = None
+    head_dim: HeadDim | None = None
+    block_size: Block | None = None
+    topk: Seq | None = None
+    window: Seq | None = None
 
 
 # The three reasons SK-16 accepts for a two-pass backward (keys of the SK-16
@@ -119,8 +148,13 @@ class TypicalConfig(_Strict):
     type: Literal["functional", "performance"]
     priority: Literal["P0", "P1", "P2", "P3"]
     shape: ShapeOverride = ShapeOverride()
-    seed: int = 0
+    seed: int = Field(0, strict=True, ge=0, lt=1 << 32, description="numpy seed of the scaffold's inputs")
     note: str = ""
+
+    @field_validator("note")
+    @classmethod
+    def _note(cls, v: str) -> str:
+        return _check_note(v)
 
 
 class Spec(_Strict):
@@ -142,10 +176,18 @@ class Spec(_Strict):
     precision: Precision = Precision()
     performance: Performance | None = None
     typical_configs: list[TypicalConfig] = Field(min_length=1)
-    golden: str | None = Field(None, description="path of the golden .py, relative to the SPEC")
+    golden: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}\.py$",
+                               description="path of the golden .py, relative to the SPEC (letters, digits, _ . / -)")
     two_pass_reason: TwoPassReason | None = Field(
         None, description="backward only: why two passes instead of SK-16's single pass (keys of the "
         "SK-16 card's parameters.two_pass_reasons)")
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _not_bool(cls, v: object) -> object:
+        if isinstance(v, bool):
+            raise ValueError("schema_version is the integer 1, not a boolean")
+        return v
 
     @field_validator("op_name")
     @classmethod
@@ -287,12 +329,12 @@ def load_spec(path: str | Path) -> Spec:
         SpecError: unreadable file, not UTF-8, bad YAML, or schema violation.
     """
     p = Path(path)
-    if not p.exists():
-        raise NotFoundError(f"{p}: SPEC file not found")
     try:
+        if not p.exists():
+            raise NotFoundError(f"{p}: SPEC file not found")
         raw = p.read_bytes()
-    except OSError as err:
-        raise SpecError(f"{p}: cannot read SPEC: {err.strerror or err}") from None
+    except (OSError, ValueError) as err:  # ValueError: NUL byte in the path
+        raise SpecError(f"{p}: cannot read SPEC: {getattr(err, 'strerror', None) or err}") from None
     if len(raw) > MAX_SPEC_BYTES:
         raise SpecError(f"{p}: SPEC is larger than {MAX_SPEC_BYTES} bytes")
     try:
@@ -301,6 +343,8 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(f"{p}: SPEC is not UTF-8 (byte {err.start})") from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise SpecError(f"{p}: YAML nested too deeply (refused)") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import os
 import traceback
 from functools import cache
 from pathlib import Path
@@ -116,7 +117,8 @@ def call_tool(name: str, args: Any, root: Root | str | Path = ".") -> tuple[dict
     except OSError as err:
         error = ToolIOError(f"{name}: {err.strerror or err}" + (f" ({err.filename})" if err.filename else ""))
     except Exception as err:  # noqa: BLE001 - a tool must answer with JSON, never a traceback
-        traceback.print_exc(file=sys.stderr)
+        if os.environ.get("OPDESIGN_DEBUG"):
+            traceback.print_exc(file=sys.stderr)
         error = InternalError(f"{name}: {type(err).__name__}: {err}")
     payload = error.to_json()
     return (jail.scrub(payload) if jail is not None else payload), False
@@ -135,6 +137,8 @@ def read_request(stream: BinaryIO) -> Any:
         return {}
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply") from None
     except json.JSONDecodeError as err:
         raise InputError(f"malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})",
                          {"line": err.lineno, "column": err.colno}) from None

@@ -121,18 +121,33 @@ def axis_hi(ctx: Context, name: str) -> int | None:
     return value
 
 
-def skeleton(ctx: Context) -> str | None:
-    """The design's skeleton: the block's ``skeleton``, else the first SK id in the first column of a
-    decisions-chapter table (the SK/AT selection), else None (unknown)."""
-    if ctx.block is not None:
-        value = ctx.block.get("skeleton")
-        return value if isinstance(value, str) else None
+def known_skeletons() -> tuple[str, ...]:
+    """The skeleton ids of the catalog (``patterns/skeletons``), e.g. ``("SK-01", "SK-02", "SK-16")``."""
+    return tuple(sorted(k for k in catalog().cards if k.startswith("SK-")))
+
+
+def block_skeleton(ctx: Context) -> str | None:
+    """The block's ``skeleton`` when it is a catalog skeleton id (exact spelling), else None."""
+    value = (ctx.block or {}).get("skeleton")
+    return value if isinstance(value, str) and value in known_skeletons() else None
+
+
+def table_skeleton(ctx: Context) -> str | None:
+    """The first SK id in the first column of a decisions-chapter table (the SK/AT selection), or None."""
     for table in ctx.doc.tables:
         if table.chapter == "decisions":
             for row in table.rows:
                 if row.cells and _SKELETON_ID.match(row.cells[0].strip()):
                     return row.cells[0].strip()
     return None
+
+
+def skeleton(ctx: Context) -> str | None:
+    """The design's skeleton: the block's ``skeleton`` when it is a known id; else (no block, or a
+    malformed / unknown value, which OD-NUM-02 reports) the first SK id of the decisions chapter's
+    selection table; else None (unknown: the SK-01 rules apply, see :func:`is_sk01`). A bad value in the
+    block therefore never switches rules off."""
+    return block_skeleton(ctx) or table_skeleton(ctx)
 
 
 def is_sk01(ctx: Context) -> bool:

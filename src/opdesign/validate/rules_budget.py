@@ -42,20 +42,20 @@ def recomputed_budgets(ctx: Context) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"l0": {stage: budget.l0_budgets(dev, tile) for stage, tile in cube.items()}}
     q_tile, head_dim = bd.pos_int(block.get("q_tile")), bd.pos_int(block.get("head_dim"))
-    form = block.get("form")
-    if (block.get("skeleton") == "SK-01" and vec is not None and q_tile is not None and head_dim is not None
+    form, sk = block.get("form"), bd.skeleton(ctx) or "SK-01"  # unknown skeleton: SK-01 checks
+    if (sk == "SK-01" and vec is not None and q_tile is not None and head_dim is not None
             and form in ("baseline", "performance") and set(cube) == {"C1", "C2"} and set(vec) == {"V1", "V2"}):
         out["ub"] = budget.ub_budget(dev, q_tile=q_tile, head_dim=head_dim, resident_state=form == "baseline",
                                      cube=cube, vec=vec)
         out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
-    elif (block.get("skeleton") == "SK-02" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
+    elif (sk == "SK-02" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
           and head_dim is not None and bd.pos_int(block.get("kv_tile")) is not None
           and block.get("dtype") in budget.DTYPE_BYTES):
         # SK-02 single pass: the whole top-k row resident (budget.single_pass_ub_budget, SK-02-R2)
         out["ub"] = budget.single_pass_ub_budget(dev, q_tile=q_tile, s2_tile=block["kv_tile"], head_dim=head_dim,
                                                  dtype=block["dtype"], vec=vec)
         out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
-    elif (block.get("skeleton") == "SK-16" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
+    elif (sk == "SK-16" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
           and head_dim is not None and block.get("dtype") in budget.DTYPE_BYTES):
         # SK-16 backward (opdesign.budget_sk16): S/dP and dQ/dK results, P/dS casts, two-pass accumulators
         from opdesign.budget_sk16 import budgets
@@ -147,13 +147,14 @@ def check_expansion(ctx: Context) -> Iterator[Hit]:
         return
     vec = bd.vec_tiles(ctx)
     q_tile, kv_tile, head_dim = (bd.pos_int(block.get(k)) for k in ("q_tile", "kv_tile", "head_dim"))
-    if block.get("skeleton") not in ("SK-01", "SK-02", "SK-16") or vec is None or set(vec) != {"V1", "V2"} or None in (q_tile, kv_tile, head_dim):
+    sk = bd.skeleton(ctx) or "SK-01"  # unknown skeleton: SK-01 checks
+    if sk not in ("SK-01", "SK-02", "SK-16") or vec is None or set(vec) != {"V1", "V2"} or None in (q_tile, kv_tile, head_dim):
         return
-    if block.get("skeleton") == "SK-02":  # the single pass: K/V gathers, V1 and V2 once (estimate_sk02)
+    if sk == "SK-02":  # the single pass: K/V gathers, V1 and V2 once (estimate_sk02)
         from opdesign.estimate_sk02 import single_pass_expansion
 
         again = single_pass_expansion(q_tile, kv_tile, head_dim, vec, 1)
-    elif block.get("skeleton") == "SK-16":  # backward V1 / V2 op tables (budget_sk16)
+    elif sk == "SK-16":  # backward V1 / V2 op tables (budget_sk16)
         from opdesign.budget_sk16 import expansion as sk16_expansion
 
         again = sk16_expansion(vec, 2 if block.get("passes") == 2 else 1)

@@ -26,6 +26,13 @@ BLOCK_KEYS: dict[str, type | tuple[type, ...]] = {
     "form_checks": dict, "module_count": int,
 }
 FORMS = ("baseline", "performance")
+#: Integers of the block that must be positive and below 2**31 when present (bd.pos_int); the rules
+#: read any other value as "missing", so an out-of-range one must not pass silently.
+POSITIVE_INTS: tuple[tuple[str, ...], ...] = (
+    ("head_dim",), ("seq_q",), ("seq_kv",), ("root_count",), ("module_count",), ("task_count",), ("cube_nbuffer",),
+    ("ub_budget", "total_bytes"), ("ub_budget", "capacity_bytes"), ("l1_budget", "total_bytes"),
+    ("l1_budget", "capacity_bytes"), ("expansion", "max_per_op"), ("expansion", "limit"),
+)
 
 
 @rule("OD-NUM-01", "info", "numbers", "opdesign validate (number rules need the opdesign block)",
@@ -42,7 +49,7 @@ def check_block_present(ctx: Context) -> Iterator[Hit]:
         where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
         yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
                   f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
-    elif bd.skeleton(ctx) not in ("SK-01", "SK-02", "SK-16"):  # SK-02: budget.single_pass_ub_budget; SK-16: budget_sk16
+    elif bd.block_skeleton(ctx) not in (None, "SK-01", "SK-02", "SK-16"):  # SK-02: budget.single_pass_ub_budget; SK-16: budget_sk16
         yield Hit(ctx.block_line("skeleton"), f"skeleton {bd.skeleton(ctx)}: UB / L1 budgets and the expansion "
                   "estimate are not re-derived (SK-01 formulas); stated totals are checked against the device only")
 
@@ -63,8 +70,20 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     for key, kind in BLOCK_KEYS.items():
         if key not in block:
             yield Hit(ctx.block_line(), f"opdesign block has no '{key}'")
-        elif kind is not object and (not isinstance(block[key], kind) or isinstance(block[key], bool)):
+        elif kind is not object and kind is not int and (not isinstance(block[key], kind) or isinstance(block[key], bool)):
             yield Hit(ctx.block_line(key), f"opdesign.{key} must be a {kind.__name__}, got {block[key]!r}")
+    for path in POSITIVE_INTS:
+        parent = block
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and path[-1] in parent and bd.pos_int(parent[path[-1]]) is None:
+            yield Hit(ctx.block_line(*path), f"opdesign.{'.'.join(path)} must be a positive int < 2^31, "
+                                             f"got {parent[path[-1]]!r}")
+    raw = block.get("skeleton")
+    if isinstance(raw, str) and bd.block_skeleton(ctx) is None:
+        known = bd.known_skeletons()
+        yield Hit(ctx.block_line("skeleton"), f"unknown skeleton {raw!r} (known: {', '.join(known)}); the rules "
+                                              f"run as {bd.skeleton(ctx) or 'SK-01 (default)'}")
     if isinstance(block.get("form"), str) and block["form"] not in FORMS:
         yield Hit(ctx.block_line("form"), f"opdesign.form {block['form']!r} is not one of {', '.join(FORMS)}")
     if isinstance(block.get("device"), str) and bd.device(ctx) is None:

@@ -19,8 +19,7 @@ from opdesign.validate.rules_numbers import _allocation
 
 
 def _perf(ctx: Context) -> bool:
-    block = ctx.block or {}
-    return block.get("skeleton") == "SK-01" and block.get("form") == "performance"
+    return ctx.block is not None and bd.is_sk01(ctx) and ctx.block.get("form") == "performance"
 
 
 def _ceil_div(a: int, b: int) -> int:

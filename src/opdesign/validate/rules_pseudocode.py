@@ -138,7 +138,7 @@ def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
     allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
     outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing.
     SK-01 designs only (a block naming another skeleton is skipped)."""
-    if ctx.program is None or (ctx.block is not None and ctx.block.get("skeleton") not in (None, "SK-01")):
+    if ctx.program is None or not bd.is_sk01(ctx):
         return
     kv, q = ctx.program.kv_and_q_loops()
     if kv is None:
@@ -181,7 +181,7 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
     if kv is None:
         return
     if ctx.block is not None:
-        if ctx.block.get("skeleton") != "SK-01" or ctx.form != "baseline":
+        if not bd.is_sk01(ctx) or ctx.form != "baseline":
             return
     elif not bd.is_sk01(ctx) or kv.loop_kind not in ("pypto.loop", "loop_unroll") or not _carries_state(ctx, kv):
         return
