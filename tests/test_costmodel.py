@@ -22,11 +22,10 @@ from opdesign.costmodel_isa import (
     vector_cycles,
 )
 from opdesign.costmodel_space import check_rules, context, enumerate_candidates, vec_shapes
-from opdesign.costmodel_stages import greedy_cores
 from opdesign.errors import CatalogError, SpecError
 from opdesign.estimate import estimate
 from opdesign.estimate_parts import choose_cube_tiles, expansion, vec_tiles
-from opdesign.estimate_variants import greedy_balance
+
 from opdesign.paths import data_dir
 from opdesign.spec import load_spec
 
@@ -120,14 +119,20 @@ def test_budget_twin_matches_budget_py(name: str) -> None:
         assert rules.expansion_max[i] == exp.max_per_op
 
 
-def test_balance_twin_matches_greedy_balance() -> None:
+def test_allocation_matrix_matches_greedy_allocation() -> None:
+    from opdesign.costmodel_stages import allocation_matrix
+    from opdesign.estimate_variants import greedy_allocation
+
     rng = random.Random(11)
-    for _ in range(50):
-        weights = [rng.randint(0, 9) for _ in range(rng.randint(1, 80))]
-        cores = rng.randint(1, 24)
-        loads, _ = greedy_balance(weights, cores)
-        twin = np.bincount(greedy_cores(np.array(weights), cores), weights=weights, minlength=cores)
-        assert twin.tolist() == loads
+    for _ in range(60):
+        weights = [rng.randint(0, 9) for _ in range(rng.randint(1, 60))]
+        cores, repeats = rng.randint(1, 24), rng.randint(1, 30)
+        matrix = allocation_matrix(np.array(weights), cores, repeats)
+        expected = np.zeros_like(matrix)
+        for core, pairs in enumerate(greedy_allocation(weights, cores, repeats)):
+            for pos, n in pairs:
+                expected[pos, core] = n
+        assert (matrix == expected).all()
 
 
 # --- the dense 8192 example: orderings, rejections, the plan's rank --------------

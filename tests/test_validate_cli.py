@@ -122,3 +122,16 @@ def test_pre_commit_hook_definition(ops: Path, cli) -> None:
         True, True, False, False]
     # pre-commit passes the matching file names as arguments
     assert cli("validate", "good/DESIGN.md", "bad/DESIGN.md", cwd=ops).returncode == 1
+
+
+def test_sarif_uri_is_percent_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opdesign.validate.model import Finding, Report
+    from opdesign.validate.output import sarif
+
+    monkeypatch.chdir(tmp_path)
+    inside = Finding(rule="OD-DOC-04", level="error", message="m", file="my op #1/100%/DESIGN.md", line=1)
+    outside = Finding(rule="OD-DOC-04", level="error", message="m", file="/x y/#/DESIGN.md", line=1)
+    results = sarif(Report.build([inside.file, outside.file], [inside, outside]))["runs"][0]["results"]
+    uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results)
+    assert uris == ["file:///x%20y/%23/DESIGN.md", "my%20op%20%231/100%25/DESIGN.md"]
+

@@ -161,6 +161,26 @@ def test_balance_weights_equal_a_brute_force_count():
     assert plan.balance.imbalance == pytest.approx(max(c.weight for c in plan.balance.per_core) / mean, abs=1e-4)
 
 
+def _naive_greedy(weights, cores):
+    total = sum(weights)
+    loads, counts = [0] * cores, [0] * cores
+    prefix = 0
+    for w in weights:
+        core = min(cores - 1, (2 * prefix + w) * cores // (2 * total)) if total else 0
+        loads[core] += w
+        counts[core] += 1
+        prefix += w
+    return (loads, counts) if total else ([0] * cores, [0] * cores)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_closed_form_greedy_equals_the_block_by_block_split(seed):
+    rng = np.random.default_rng(seed)
+    pattern = [int(x) for x in rng.integers(0, 9, size=int(rng.integers(1, 12)))]
+    repeats, cores = int(rng.integers(1, 40)), int(rng.integers(1, 33))
+    assert greedy_balance(pattern, cores, repeats) == _naive_greedy(pattern * repeats, cores)
+
+
 def test_balance_says_when_fewer_cores_do_as_well():
     # one heavy q block (weight 10) dominates: 2 cores reach the same busiest-core weight as 8
     result = balance([10, 1, 1, 1], 8)

@@ -241,7 +241,7 @@ def validate_cmd(
     """Check DESIGN.md files and their eval/module_interfaces.yaml against the rules (`opdesign rules`).
 
     Exit 0 when no error-level finding, 1 when any, 2 when an input is unusable
-    (missing, unreadable, binary, not UTF-8, larger than 5 MiB).
+    (missing, unreadable, binary, not UTF-8, larger than 256 KiB).
     """
     from opdesign.errors import InputError
     from opdesign.validate import validate_paths

@@ -147,14 +147,20 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
     return {"C1": c1, "V1": v1, "C2": c2_cycles, "V2": v2, "epilogue": epilogue}
 
 
-def greedy_cores(weights: np.ndarray, cores: int) -> np.ndarray:
-    """Core of each unit: the vectorised twin of :func:`opdesign.estimate_variants.greedy_balance`
-    (``core = floor((prefix + w / 2) / target)``, ``target = total / cores``)."""
-    total = weights.sum()
-    if total == 0:
-        return np.zeros(len(weights), dtype=np.int64)
-    prefix = np.cumsum(weights) - weights
-    return np.minimum(cores - 1, ((prefix + weights / 2) / (total / cores)).astype(np.int64))
+def allocation_matrix(pattern: np.ndarray, cores: int, repeats: int) -> np.ndarray:
+    """Copies of each pattern position per core, ``[len(pattern), cores]``: the vectorised twin of
+    :func:`opdesign.estimate_variants.greedy_allocation` (same integer closed form)."""
+    period = int(pattern.sum())
+    out = np.zeros((len(pattern), cores), dtype=np.int64)
+    if period == 0 or repeats == 0:
+        return out
+    a = 2 * (np.cumsum(pattern) - pattern) + pattern  # doubled position of each block in the first copy
+    core = np.arange(cores - 1, dtype=np.int64)
+    bound = (core[None, :] + 1) * (2 * repeats * period) - a[:, None] * cores
+    ends = np.clip(-(-bound // (2 * period * cores)), 0, repeats)
+    ends = np.concatenate([ends, np.full((len(pattern), 1), repeats, dtype=np.int64)], axis=1)
+    out[:] = np.diff(np.concatenate([np.zeros((len(pattern), 1), dtype=np.int64), ends], axis=1), axis=1)
+    return out
 
 
 def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -174,14 +180,18 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     split: dict[tuple[int, int, int], tuple] = {}
     for i, (q, kv, g, u) in enumerate(uniq.tolist()):
         if (q, kv, g) not in split:
-            ks = np.tile(np.array(valid_blocks(ctx, q, kv), dtype=np.int64), s.batch * (s.num_heads // g))
-            core = greedy_cores(ks * g, cores)
-            loads = np.bincount(core, weights=ks * g, minlength=cores)
+            # the per-(batch, head group) pattern of valid KV blocks, repeated: split in closed form
+            ks = np.array(valid_blocks(ctx, q, kv), dtype=np.int64)
+            counts = allocation_matrix(ks * g, cores, s.batch * (s.num_heads // g))  # [position, core]
+            loads = (counts * (ks * g)[:, None]).sum(axis=0).astype(np.float64)
+            busy = counts[:, int(np.argmax(loads))]
+            ks_busy, copies = ks[busy > 0], busy[busy > 0]
             static = max(int(ks.max(initial=0)), 1) <= ctx.static_range
-            split[(q, kv, g)] = (ks[core == int(np.argmax(loads))], loads, static)
-        ks_busy, loads, static = split[(q, kv, g)]
-        bodies = np.count_nonzero(ks_busy) if static else _cdiv(ks_busy, u).sum()
-        table[i] = (loads.max(), len(ks_busy), len(ks_busy) * g, bodies, np.count_nonzero(loads), loads.sum())
+            split[(q, kv, g)] = (ks_busy, copies, loads, static)
+        ks_busy, copies, loads, static = split[(q, kv, g)]
+        bodies = (copies * (ks_busy > 0)).sum() if static else (copies * _cdiv(ks_busy, u)).sum()
+        units = int(copies.sum())
+        table[i] = (loads.max(), units, units * g, bodies, np.count_nonzero(loads), loads.sum())
     out = table[inv.reshape(-1)]
     return {name: out[:, j] for j, name in enumerate(("tasks", "units", "roots", "bodies", "cores_busy", "task_count"))}
 

@@ -89,6 +89,13 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
     ]
 
 
+def _short(values: list[int]) -> str:
+    """A list for a basis text: in full when short, else its ends and its length."""
+    if len(values) <= 12:
+        return str(values)
+    return f"[{', '.join(map(str, values[:6]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} q blocks)"
+
+
 def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device):
     """Cube and vector tiles for (q_tile, kv_tile) and the UB, L1 and L0 budgets they imply."""
     cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
@@ -183,10 +190,10 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     per_q_block = [n for _, n in ranges]
     task_count = s.batch * s.num_heads * sum(per_q_block)
     task_basis = (f"root_count {root_count} x kv_tiles {kv_tiles}" if spec.mask in ("none", "tensor", "topk")
-                  else f"batch x num_heads x sum(valid kv blocks per q block {per_q_block})")
+                  else f"batch x num_heads x sum(valid kv blocks per q block {_short(per_q_block)})")
     bal = None
     if spec.mask in ("causal", "sliding_window"):
-        bal = balance(per_q_block * (s.batch * s.num_heads), device.aic_cores)
+        bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, q_tile {q_tile})", source="SK-01 loop nest"),

@@ -100,36 +100,60 @@ def choose_unroll(spec: Spec, sk01: Card, variant: str, kv_tile: int, form: str)
                   source=f"SK-01 unroll candidates ({variant}), C-LOOP-05")
 
 
-def greedy_balance(weights: list[int], cores: int) -> tuple[list[int], list[int]]:
-    """Contiguous greedy split of q blocks over ``cores`` (FAI load balance).
+def greedy_allocation(weights: list[int], cores: int, repeats: int = 1) -> list[list[tuple[int, int]]]:
+    """Contiguous greedy split of q blocks over ``cores`` (FAI load balance), per core.
 
-    Block ``j`` goes to core ``floor((prefix_j + w_j / 2) / target)`` with
-    ``target = total / cores``: blocks stay in (batch, head, q block) order and a
-    block heavier than the target is never split. Returns (core weights, q blocks per core).
+    The blocks are ``weights`` repeated ``repeats`` times (one copy per
+    (batch, head), in order). Block ``j`` goes to core
+    ``floor((prefix_j + w_j / 2) / target)`` with ``target = total / cores``: blocks
+    stay in (batch, head, q block) order and a block heavier than the target is
+    never split. Exact integer arithmetic; the repeats are counted per core in
+    closed form, so the cost is ``O(cores x len(weights))``, not per block.
+    Returns, per core, ``(position in weights, number of copies)`` pairs.
     """
-    total = sum(weights)
-    loads, counts = [0] * cores, [0] * cores
-    if total == 0:
-        return loads, counts
-    target = total / cores
+    alloc: list[list[tuple[int, int]]] = [[] for _ in range(cores)]
+    period = sum(weights)
+    if period == 0 or repeats == 0:
+        return alloc
+    denom = 2 * repeats * period  # block j sits on core floor((2 prefix_j + w_j) * cores / denom)
     prefix = 0
-    for w in weights:
-        core = min(cores - 1, int((prefix + w / 2) / target))
-        loads[core] += w
-        counts[core] += 1
+    for pos, w in enumerate(weights):
+        a = 2 * prefix + w  # position of this block in the first copy, doubled
         prefix += w
-    return loads, counts
+        start = 0  # first repeat index not yet placed
+        for core in range(cores):
+            if core == cores - 1:
+                end = repeats
+            else:  # repeats r with (2 r period + a) * cores < (core + 1) * denom
+                bound = (core + 1) * denom - a * cores
+                end = min(repeats, max(0, -(-bound // (2 * period * cores))))
+            if end > start:
+                alloc[core].append((pos, end - start))
+                start = end
+            if start == repeats:
+                break
+    return alloc
 
 
-def balance(weights: list[int], cores: int) -> Balance:
-    """Per-core weights, ``imbalance = max / mean`` and whether fewer cores would do as well."""
-    loads, counts = greedy_balance(weights, cores)
-    total = sum(weights)
+def greedy_balance(weights: list[int], cores: int, repeats: int = 1) -> tuple[list[int], list[int]]:
+    """(core weights, q blocks per core) of :func:`greedy_allocation`."""
+    alloc = greedy_allocation(weights, cores, repeats)
+    return ([sum(weights[p] * n for p, n in core) for core in alloc], [sum(n for _, n in core) for core in alloc])
+
+
+def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
+    """Per-core weights, ``imbalance = max / mean`` and whether fewer cores would do as well.
+
+    ``weights`` are the valid KV blocks per q block of one (batch, head), repeated
+    ``repeats`` times (see :func:`greedy_balance`).
+    """
+    loads, counts = greedy_balance(weights, cores, repeats)
+    total = sum(weights) * repeats
     mean = total / cores if cores else 0.0
     worst = max(loads) if loads else 0
     fewer = None
     for c in range(1, cores):
-        if max(greedy_balance(weights, c)[0]) <= worst:
+        if max(greedy_balance(weights, c, repeats)[0]) <= worst:
             fewer = c
             break
     imbalance = worst / mean if mean else 1.0

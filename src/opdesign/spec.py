@@ -176,8 +176,8 @@ class Spec(_Strict):
     precision: Precision = Precision()
     performance: Performance | None = None
     typical_configs: list[TypicalConfig] = Field(min_length=1)
-    golden: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}\.py$",
-                               description="path of the golden .py, relative to the SPEC (letters, digits, _ . / -)")
+    golden: str | None = Field(None, pattern=r"^/?[A-Za-z0-9_][A-Za-z0-9_./-]{0,1000}\.py$",
+                               description="path of the golden .py, relative to the SPEC or absolute (letters, digits, _ . / -)")
     two_pass_reason: TwoPassReason | None = Field(
         None, description="backward only: why two passes instead of SK-16's single pass (keys of the "
         "SK-16 card's parameters.two_pass_reasons)")

@@ -2,7 +2,7 @@
 
 Inputs are unusable (rule OD-DOC-01, exit code 2) when the path is missing or
 unreadable, a directory has no DESIGN.md, the bytes hold a NUL (binary), are
-not UTF-8, or exceed :data:`MAX_INPUT_BYTES` (5 MiB). The interface file is
+not UTF-8, or exceed :data:`MAX_INPUT_BYTES` (256 KiB). The interface file is
 ``eval/module_interfaces.yaml`` next to the DESIGN.md; its problems are
 findings of OD-IF-01 (exit code 1), not unusable input.
 
@@ -14,15 +14,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
-from opdesign.validate.pseudocode import read_program
+from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
 from opdesign.validate.registry import Context, all_rules, get_rule
 
-MAX_INPUT_BYTES = 5 * 1024 * 1024
+#: Size limit of one input (DESIGN.md or interface file). Generated designs are 18-24 KB (about 350
+#: lines), so 256 KiB leaves more than 10x room. markdown-it-py costs up to ~8 us per byte on adversarial
+#: text (2.5 s for 256 KiB of "- a" lines or "[" characters); at the former 5 MiB limit a file of "a" lines
+#: took 38 s and 2.2 GB. Measured worst cases at this limit (a 200-column table, nested lists, "a" lines)
+#: stay below 3.5 s and 220 MB.
+MAX_INPUT_BYTES = 256 * 1024
 INTERFACES_PATH = ("eval", "module_interfaces.yaml")
 DESIGN_NAME = "DESIGN.md"
 INTERNAL_RULE = "OD-DOC-10"
@@ -36,7 +42,7 @@ class Unusable(ValueError):
 def decode(data: bytes) -> str:
     """UTF-8 text of ``data`` (a BOM is dropped); raise :class:`Unusable` with the reason."""
     if len(data) > MAX_INPUT_BYTES:
-        raise Unusable(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB ({len(data)} bytes)")
+        raise Unusable(f"larger than {MAX_INPUT_BYTES // 1024} KiB ({len(data)} bytes)")
     if b"\x00" in data:
         raise Unusable("binary file (NUL bytes)")
     try:
@@ -47,7 +53,7 @@ def decode(data: bytes) -> str:
 
 def _check_text(text: str) -> None:
     if len(text) > MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise Unusable(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
+        raise Unusable(f"larger than {MAX_INPUT_BYTES // 1024} KiB")
     if "\x00" in text:
         raise Unusable("binary text (NUL characters)")
     try:
@@ -72,26 +78,37 @@ def _interfaces(text: str | None, state: str) -> tuple[yamlsafe.Loaded | None, s
 def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded | None, str, str, int]) -> list[Finding]:
     try:
         doc = parse(text)
-        program = read_program(doc)
+        programs, kernel_blocks = read_programs(doc)
     except Exception as err:  # noqa: BLE001 - the markdown/ast layer must never crash the run
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"document could not be parsed: {type(err).__name__}: {err}"))]
     loaded, state, problem, problem_line = iface
     ctx = Context(doc=doc, interfaces=loaded, interfaces_state=state, interfaces_problem=problem,
-                  interfaces_problem_line=problem_line, program=program)
+                  interfaces_problem_line=problem_line, program=programs[0] if programs else None)
     findings: list[Finding] = []
+    if kernel_blocks > MAX_KERNELS:
+        findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=programs[-1].fence.first_line,
+                                message=f"the pseudocode chapter has {kernel_blocks} kernel-like code blocks; only the "
+                                        f"first {MAX_KERNELS} were checked"))
     for rule in all_rules().values():
         if rule.needs_block and ctx.block is None:
             continue
-        try:
-            hits = list(rule.check(ctx))
-        except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
-            findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
-                                    message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}")))
-            continue
-        findings += [Finding(rule=rule.id, level=rule.level, message=_one_line(h.message), line=max(1, h.line),
-                             file=iface_name if h.interfaces else design) for h in hits]
-    return _suppress(doc.directives, findings, design)
+        ctx.program_read = False
+        findings += _check(rule, ctx, design, iface_name)
+        if ctx.program_read:  # the rule looks at the pseudocode: run it on every kernel block
+            for program in programs[1:]:
+                findings += _check(rule, replace(ctx, program=program), design, iface_name)
+    return _suppress(doc.directives, list(dict.fromkeys(findings)), design)
+
+
+def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
+    try:
+        hits = list(rule.check(ctx))
+    except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
+        return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
+                        message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"))]
+    return [Finding(rule=rule.id, level=rule.level, message=_one_line(h.message), line=max(1, h.line),
+                    file=iface_name if h.interfaces else design) for h in hits]
 
 
 def _one_line(message: str, limit: int = 500) -> str:

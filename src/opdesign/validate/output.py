@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from opdesign.validate.model import Report
 from opdesign.validate.registry import all_rules
@@ -39,12 +40,14 @@ def format_json(report: Report) -> str:
 
 
 def _uri(path: str) -> str:
-    """Relative POSIX URI when the file is under the working directory, else an absolute file URI."""
+    """Relative URI reference (POSIX path, percent-encoded: spaces, ``#``, ``%``, ``?``, ``:``, non-ASCII)
+    when the file is under the working directory, else an absolute ``file://`` URI (also encoded)."""
     absolute = Path(path).absolute()
     try:
-        return absolute.relative_to(Path.cwd()).as_posix()
+        relative = absolute.relative_to(Path.cwd()).as_posix()
     except ValueError:
         return absolute.as_uri()
+    return quote(relative, safe="/")  # ':' is encoded too, so no segment reads as a URI scheme
 
 
 def _version() -> str:

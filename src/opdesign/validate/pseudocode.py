@@ -6,8 +6,10 @@ indentation instead: each logical line becomes a node (compound headers
 ending in ``:`` open a block) and is parsed on its own where possible, so the
 rules still see loops, calls and assignments with the right lines.
 
-Which fence: among the fenced blocks of the pseudocode chapter, the one that
-defines a function decorated with ``...jit...``, else the longest one.
+Which fences: every fenced block of the pseudocode chapter that defines a
+function decorated with ``...jit...`` (a kernel block) is read, and the rules
+run on each (:func:`read_programs`), so a small decoy kernel block cannot hide
+the real one; without a kernel block, the longest fence is read.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from opdesign.validate.document import Document, Fence
 COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.FunctionDef,
             ast.AsyncFunctionDef, ast.Try, ast.ClassDef)
 MAX_FALLBACK_JOIN = 50  # physical lines joined into one logical line at most
+MAX_KERNELS = 16  # kernel blocks checked at most (the rest is reported by the engine, OD-DOC-10)
 MAX_FALLBACK_DEPTH = 100  # block nesting kept when reading by indentation (as Python's tokenizer)
 
 
@@ -242,15 +245,23 @@ def _from_indentation(content: str, first_line: int) -> list[Node]:
     return root
 
 
-def _kernel(nodes: list[Node]) -> Node | None:
-    defs = [n for n in nodes if n.kind == "def"]
-    for n in defs:
-        decorators = getattr(n.stmt, "decorator_list", [])
+def _jit_kernel(nodes: list[Node]) -> Node | None:
+    """The first top-level function decorated with ``...jit...``, or None."""
+    for n in nodes:
+        decorators = getattr(n.stmt, "decorator_list", []) if n.kind == "def" else []
         if any("jit" in ast.unparse(d) for d in decorators):
             return n
     for i, n in enumerate(nodes):  # indentation mode: decorators are separate lines
         if n.kind == "def" and i and nodes[i - 1].text.startswith("@") and "jit" in nodes[i - 1].text:
             return n
+    return None
+
+
+def _kernel(nodes: list[Node]) -> Node | None:
+    found = _jit_kernel(nodes)
+    if found is not None:
+        return found
+    defs = [n for n in nodes if n.kind == "def"]
     return next((n for n in defs if any(c.kind == "for" for c in _descendants(n))), defs[0] if defs else None)
 
 
@@ -272,6 +283,7 @@ def _constants(nodes: list[Node]) -> dict[str, int]:
 
 
 def choose_fence(doc: Document) -> Fence | None:
+    """The first kernel-looking fence of the pseudocode chapter, else its longest fence (see :func:`read_programs`)."""
     fences = [f for f in doc.fences if f.chapter == "pseudocode"]
     if not fences:
         return None
@@ -279,11 +291,7 @@ def choose_fence(doc: Document) -> Fence | None:
     return (jit or sorted(fences, key=lambda f: -len(f.content.splitlines())))[0]
 
 
-def read_program(doc: Document) -> Program | None:
-    """The pseudocode program of a document, or None when the chapter has no fenced code."""
-    fence = choose_fence(doc)
-    if fence is None:
-        return None
+def _read(fence: Fence) -> Program:
     try:
         tree = ast.parse(fence.content)
         nodes, parsed, error = _from_ast(tree.body, fence.first_line), True, None
@@ -294,6 +302,36 @@ def read_program(doc: Document) -> Program | None:
         error = (fence.first_line + max(lineno, 1) - 1, message)
     return Program(fence=fence, parsed=parsed, syntax_error=error, nodes=nodes, kernel=_kernel(nodes),
                    constants=_constants(nodes))
+
+
+def read_programs(doc: Document) -> tuple[list[Program], int]:
+    """(programs, kernel blocks found): every fence of the pseudocode chapter that defines a
+    ``jit``-decorated function, in document order (at most :data:`MAX_KERNELS`); without one, the
+    longest fence alone; ``[]`` when the chapter has no fenced code."""
+    fences = [f for f in doc.fences if f.chapter == "pseudocode"]
+    if not fences:
+        return [], 0
+    kernels: list[Program] = []
+    found = 0
+    for fence in fences:
+        if "def" not in fence.content or "jit" not in fence.content:
+            continue
+        if found >= MAX_KERNELS:
+            found += 1
+            continue
+        program = _read(fence)
+        if _jit_kernel(program.nodes) is not None:
+            kernels.append(program)
+            found += 1
+    if kernels:
+        return kernels, found
+    return [_read(choose_fence(doc))], 0
+
+
+def read_program(doc: Document) -> Program | None:
+    """The first pseudocode program of a document (see :func:`read_programs`), or None without fenced code."""
+    programs, _found = read_programs(doc)
+    return programs[0] if programs else None
 
 
 @dataclass

@@ -102,7 +102,9 @@ class Context:
     ``interfaces`` is None when the interface file is missing, unreadable or
     was not given (``interfaces_state`` says which); ``block`` is the
     ``opdesign:`` mapping of the front matter or None; ``program`` is the
-    pseudocode (None without a fenced block in the pseudocode chapter).
+    pseudocode (None without a fenced block in the pseudocode chapter). With several kernel
+    blocks, the engine runs each rule that reads ``program`` once per block (``program_read``
+    records whether it did).
     """
 
     doc: Document
@@ -111,6 +113,12 @@ class Context:
     interfaces_problem: str
     interfaces_problem_line: int
     program: Program | None
+    program_read: bool = False
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "program":
+            object.__setattr__(self, "program_read", True)
+        return object.__getattribute__(self, name)
 
     @property
     def front(self) -> dict[str, Any]:

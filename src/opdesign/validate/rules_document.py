@@ -39,13 +39,13 @@ REQUIRED_TABLES = (
 @rule("OD-DOC-01", "error", "document", "opdesign validate (input contract)",
       "input unusable: missing, unreadable, binary, not UTF-8 or larger than the size limit",
       bad="validate a path that does not exist, or a DESIGN.md saved as UTF-16",
-      good="a UTF-8 text DESIGN.md under 5 MiB (the limit is opdesign.validate.engine.MAX_INPUT_BYTES)")
+      good="a UTF-8 text DESIGN.md under 256 KiB (the limit is opdesign.validate.engine.MAX_INPUT_BYTES)")
 def check_unusable(ctx: Context) -> Iterator[Hit]:
     """The file could not be read as a UTF-8 text document; nothing else is checked and the exit code is 2.
 
     Reported by the reader, not by a check: a missing path, a directory without
     DESIGN.md, a read error, NUL bytes (binary), invalid UTF-8, or more than
-    5 MiB. A UTF-8 byte-order mark is accepted.
+    256 KiB (generated designs are about 20 KB). A UTF-8 byte-order mark is accepted.
     """
     return iter(())
 
@@ -77,7 +77,8 @@ def check_front_matter(ctx: Context) -> Iterator[Hit]:
       good="---\nschema_version: 1\nop_name: my_op\ndynamic_axes:\n- {name: seq_kv, range: [1, 8192], uniform: true}\n---")
 def check_front_keys(ctx: Context) -> Iterator[Hit]:
     """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
-    (a non-empty list: a design needs at least one real dynamic axis, domain.md §9)."""
+    (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
+    mapping with a non-empty ``name``; its ``range``, when given, is ``[lo, hi]`` integers, lo <= hi."""
     data = ctx.doc.front.data
     if not isinstance(data, dict):
         return
@@ -97,6 +98,19 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
         yield Hit(first, "front matter has no dynamic_axes (at least one real dynamic axis is required)")
     elif not isinstance(axes, list) or not axes:
         yield Hit(ctx.doc.front.line("dynamic_axes"), f"dynamic_axes must be a non-empty list, got {axes!r}")
+    else:
+        for i, axis in enumerate(axes):
+            where = ctx.doc.front.line("dynamic_axes", i)
+            if not isinstance(axis, dict) or not isinstance(axis.get("name"), str) or not axis["name"].strip():
+                yield Hit(where, f"dynamic_axes[{i}] must be a mapping with a non-empty name, got {axis!r}")
+            elif "range" in axis and not _int_range(axis["range"]):
+                yield Hit(ctx.doc.front.line("dynamic_axes", i, "range"),
+                          f"dynamic_axes[{i}].range must be [lo, hi] integers with lo <= hi, got {axis['range']!r}")
+
+
+def _int_range(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and value[0] <= value[1])
 
 
 @rule("OD-DOC-04", "error", "document", "CANNBot artifacts.yaml (required headings)",
@@ -119,6 +133,26 @@ def check_chapters(ctx: Context) -> Iterator[Hit]:
     for key, title in HEADINGS["en"].items():
         if key not in found:
             yield Hit(1, f"missing chapter '{title}' ({HEADINGS['zh'][key]})")
+
+
+@rule("OD-DOC-11", "error", "document", "CANNBot artifacts.yaml (required headings, each once)",
+      "a required chapter of the CANNBot contract appears more than once",
+      bad="## Pseudocode\n```python\n@pypto.frontend.jit()\ndef overview(q): ...\n```\n...\n## Pseudocode\n(the real kernel)",
+      good="## Pseudocode\n(one chapter; sub-sections use a lower level: ### Overview, ### Kernel)")
+def check_duplicate_chapters(ctx: Context) -> Iterator[Hit]:
+    """Each of the seven chapters appears once (English or Chinese name, any heading level, as
+    OD-DOC-04 matches them). A second chapter of the same name splits the content the rules read
+    (tables, the pseudocode): which one is the design is ambiguous, and a decoy can hide the real
+    one. Reported at the second heading."""
+    first: dict[str, int] = {}
+    for heading in ctx.doc.headings:
+        if heading.chapter is None:
+            continue
+        if heading.chapter in first:
+            yield Hit(heading.line, f"chapter '{heading.text}' again (first at line {first[heading.chapter]}): "
+                                    "each required chapter appears once")
+        else:
+            first[heading.chapter] = heading.line
 
 
 def _front_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:

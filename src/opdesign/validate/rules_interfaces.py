@@ -16,7 +16,7 @@ from opdesign.validate.registry import Context, Hit, rule
 
 REQUIRED_KEYS = ("schema_version", "op", "primary_inputs", "modules", "final_outputs", "composition_verification")
 DTYPES = frozenset({"float32", "float16", "bfloat16", "int32", "int64", "bool", "int", "int8"})
-MODULE_SOURCE = re.compile(r"^module_(\d+)$")
+MODULE_SOURCE = re.compile(r"module_([1-9][0-9]*)", re.ASCII)  # fullmatch: ASCII, no leading zero
 SHAPE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 
 
@@ -74,17 +74,26 @@ def check_interfaces_given(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("OD-IF-03", "error", "interfaces", "CANNBot module_interfaces.yaml (required keys)",
-      "interface file lacks a required key",
+      "interface file lacks a required key, or a top-level key has the wrong type",
       bad="schema_version: 1\nop: my_op\nmodules: [...]",
       good="schema_version, op, primary_inputs, modules, final_outputs, composition_verification")
 def check_required_keys(ctx: Context) -> Iterator[Hit]:
     """Keys ``schema_version``, ``op``, ``primary_inputs``, ``modules``, ``final_outputs`` and
-    ``composition_verification`` are all present (``numerical_notes`` is optional)."""
+    ``composition_verification`` are all present (``numerical_notes`` is optional); ``schema_version``
+    is a positive integer, ``op`` a non-empty string and ``composition_verification`` a mapping (the
+    lists are OD-IF-04's)."""
     data = ctx.interfaces.data if ctx.interfaces else None
     if isinstance(data, dict):
         for key in REQUIRED_KEYS:
             if key not in data:
                 yield Hit(1, f"interface file has no '{key}'", interfaces=True)
+        version, op, comp = data.get("schema_version"), data.get("op"), data.get("composition_verification")
+        if "schema_version" in data and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+            yield _hit(ctx, f"schema_version must be a positive integer, got {version!r}", "schema_version")
+        if "op" in data and (not isinstance(op, str) or not op.strip()):
+            yield _hit(ctx, f"op must be a non-empty string, got {op!r}", "op")
+        if "composition_verification" in data and not isinstance(comp, dict):
+            yield _hit(ctx, f"composition_verification must be a mapping, got {comp!r}", "composition_verification")
 
 
 @rule("OD-IF-04", "error", "interfaces", "CANNBot module_interfaces.yaml (structure)",
@@ -156,7 +165,7 @@ def check_module_sources(ctx: Context) -> Iterator[Hit]:
         for j, entry in _entries(module, "inputs"):
             source, name = entry.get("source"), str(entry.get("name"))
             path = ("modules", i, "inputs", j)
-            match = MODULE_SOURCE.match(source) if isinstance(source, str) else None
+            match = MODULE_SOURCE.fullmatch(source) if isinstance(source, str) else None
             if source == "primary":
                 continue
             if match is None:
@@ -179,7 +188,7 @@ def check_final_outputs(ctx: Context) -> Iterator[Hit]:
     outputs = _outputs_by_module(ctx)
     for i, entry in _mappings(ctx, "final_outputs"):
         source, name = entry.get("source"), str(entry.get("name"))
-        match = MODULE_SOURCE.match(source) if isinstance(source, str) else None
+        match = MODULE_SOURCE.fullmatch(source) if isinstance(source, str) else None
         if match is None or int(match.group(1)) not in outputs:
             yield _hit(ctx, f"final output '{name}' has source {source!r}, not an existing module", "final_outputs", i)
         elif name not in outputs[int(match.group(1))]:
@@ -255,7 +264,7 @@ def check_dtypes(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 6: the ``dtype`` of a primary input or module output is one of float32, float16,
     bfloat16, int32, int64, bool, int, int8 (a missing dtype is not checked, as in CANNBot)."""
     for entry, path in _tensors(ctx):
-        if "dtype" in entry and entry["dtype"] not in DTYPES:
+        if "dtype" in entry and (not isinstance(entry["dtype"], str) or entry["dtype"] not in DTYPES):
             yield _hit(ctx, f"'{entry.get('name')}' dtype {entry['dtype']!r} is not one of {', '.join(sorted(DTYPES))}",
                        *path, "dtype")
 

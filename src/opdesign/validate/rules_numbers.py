@@ -55,12 +55,16 @@ def check_block_present(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("OD-NUM-02", "error", "numbers", "Plan.design_block() (opdesign block format)",
-      "the opdesign block is malformed: missing key, wrong type, unknown device, form or dtype",
+      "the opdesign block is malformed: missing key, wrong type, out-of-range number, unknown skeleton, device, form or dtype",
       bad="opdesign:\n  device: a9\n  form: fast", good="opdesign:\n  device: a3\n  form: performance\n  ...")
 def check_block_format(ctx: Context) -> Iterator[Hit]:
     """The block holds what the number rules re-derive from: skeleton, form (baseline / performance),
     a known device profile, the input dtype, head_dim, seq_q, seq_kv, the tiles, kv_loop, unroll_list,
-    accumulators, root_count, the budgets, the expansion estimate, form_checks and module_count."""
+    accumulators, root_count, the budgets, the expansion estimate, form_checks and module_count.
+    head_dim, seq_q, seq_kv, root_count, module_count, task_count, cube_nbuffer and the budget / expansion
+    figures are positive ints below 2^31 (0, negative or huge values would read as "missing" and switch
+    the rules that need them off). The skeleton is a catalog id (SK-01, SK-02, SK-16, exact spelling); with
+    an unknown one the rules run with the skeleton of the decisions chapter's selection table, else as SK-01."""
     if "opdesign" not in ctx.front:
         return
     block = ctx.block
