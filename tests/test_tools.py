@@ -316,7 +316,10 @@ def test_library_output_goes_to_stderr_and_bugs_become_internal_error(monkeypatc
     _fake_tool(monkeypatch, broken)
     payload, ok = call_tool("fake", {}, REPO)
     assert not ok and payload["error"]["code"] == "internal_error" and "KeyError" in payload["error"]["message"]
-    assert "Traceback" in capsys.readouterr().err
+    assert "Traceback" not in capsys.readouterr().err  # no traceback for users ...
+    monkeypatch.setenv("OPDESIGN_DEBUG", "1")
+    call_tool("fake", {}, REPO)
+    assert "Traceback" in capsys.readouterr().err  # ... unless asked for
 
 
 def test_root_resolves_and_scrubs(tmp_path):
