@@ -66,3 +66,22 @@ class PathOutsideRootError(OpdesignError):
     """A path given to an agent tool resolves outside the allowed root."""
 
     code = "path_outside_root"
+
+
+class ToolIOError(OpdesignError):
+    """A file or folder could not be read or written."""
+
+    code = "io_error"
+
+
+class TooLargeError(OpdesignError):
+    """An inline text, a file or a request is over its documented size limit."""
+
+    code = "too_large"
+
+
+class InternalError(OpdesignError):
+    """A bug, or an opdesign module a tool needs is missing."""
+
+    code = "internal_error"
+    exit_code = EXIT_INTERNAL

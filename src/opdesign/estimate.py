@@ -19,6 +19,7 @@ from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate_parts import (
+    spec_echo,
     batch_lengths,
     choose_cube_tiles,
     choose_vec_tiles,
@@ -246,12 +247,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         primary_inputs=primary, final_outputs=outputs, modules=modules,
         module_count=module_count, module_reason=module_reason,
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
-        typical_configs=[
-            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
-             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
-            for c in spec.typical_configs
-        ],
-        dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+        **spec_echo(spec),
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,

@@ -208,6 +208,18 @@ def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
             "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
 
 
+def spec_echo(spec: Spec) -> dict[str, Any]:
+    """The SPEC's typical configs (full shapes) and dynamic axes as Plan fields, for every skeleton."""
+    return {
+        "typical_configs": [
+            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
+             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
+            for c in spec.typical_configs
+        ],
+        "dynamic_axes": [{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+    }
+
+
 def batch_lengths(spec: Spec) -> dict[str, str]:
     """Axis -> name of the ``[batch]`` int32 tensor holding per-batch valid lengths.
 

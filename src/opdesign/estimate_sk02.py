@@ -45,7 +45,7 @@ from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate import axis_hi, estimate_sk01
-from opdesign.estimate_parts import config_entries, interfaces
+from opdesign.estimate_parts import config_entries, interfaces, spec_echo
 from opdesign.plan import (
     Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, ExpansionOp, FormCheck, LoopRow, Module, Plan,
     TensorSpec, Unroll, VecTile,
@@ -319,12 +319,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         ub_budget=fit.ub, l1_budget=fit.l1, l0_budgets=fit.l0, expansion=exp, loops=loops, state=[],
         config=config, config_entries=entries, primary_inputs=primary, final_outputs=outputs, modules=modules,
         module_count=module_count, module_reason=module_reason, scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
-        typical_configs=[
-            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
-             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
-            for c in spec.typical_configs
-        ],
-        dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+        **spec_echo(spec),
         risks=_risks(spec, fit, exp, root_count, device),
     )
 

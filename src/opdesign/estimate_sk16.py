@@ -29,7 +29,7 @@ from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate import axis_hi
-from opdesign.estimate_parts import NP_DTYPE, choose_cube_tiles
+from opdesign.estimate_parts import NP_DTYPE, choose_cube_tiles, spec_echo
 from opdesign.budget_sk16 import budgets, expansion
 from opdesign.estimate_variants import kv_block_ranges
 from opdesign.plan import (
@@ -130,12 +130,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
         primary_inputs=primary, final_outputs=outputs, modules=modules,
         module_count=module_count, module_reason=module_reason,
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
-        typical_configs=[
-            {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
-             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
-            for c in spec.typical_configs
-        ],
-        dynamic_axes=[{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
+        **spec_echo(spec),
         risks=_risks(spec, ub, tile, passes),
     )
 

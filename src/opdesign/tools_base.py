@@ -22,7 +22,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError
+from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
+    InputError,
+    InternalError,
+    NotFoundError,
+    OpdesignError,
+    PathOutsideRootError,
+    TooLargeError,
+    ToolIOError,
+)
 
 #: Largest inline text (DESIGN.md or interface YAML) a tool accepts, in characters.
 MAX_TEXT_CHARS = 262_144
@@ -66,24 +74,6 @@ def error_schema() -> dict[str, Any]:
     schema = ErrorPayload.model_json_schema()
     schema["$defs"]["ErrorBody"]["properties"]["code"]["enum"] = list(ERROR_CODES)
     return schema
-
-
-class ToolIOError(OpdesignError):
-    """A file or folder could not be read or written."""
-
-    code = "io_error"
-
-
-class TooLargeError(OpdesignError):
-    """An inline text, a file or a request is over its documented size limit."""
-
-    code = "too_large"
-
-
-class InternalError(OpdesignError):
-    """A bug, or an opdesign module a tool needs is missing."""
-
-    code = "internal_error"
 
 
 class ToolInput(BaseModel):
