@@ -13,6 +13,22 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "specs"
 
 
+def spec_variant(spec, **changes):
+    """A copy of ``spec`` with fields changed; ``shape__head_dim=64`` sets ``shape.head_dim``."""
+    import copy
+
+    from opdesign.spec import parse_spec
+
+    data = copy.deepcopy(spec.model_dump(mode="json", exclude_none=True))
+    for dotted, value in changes.items():
+        node = data
+        *head, last = dotted.split("__")
+        for key in head:
+            node = node[key]
+        node[last] = value
+    return parse_spec(data)
+
+
 def run_cli(*args: str, cwd: Path | None = None, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``python -m opdesign ARGS`` in a subprocess (the installed package)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from math import ceil
 
 import pytest
 import yaml
 
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, run_cli, spec_variant
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate import estimate
@@ -19,15 +18,7 @@ DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
 CAUSAL = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
 
 
-def _variant(spec, **changes):
-    data = copy.deepcopy(spec.model_dump(mode="json", exclude_none=True))
-    for dotted, value in changes.items():
-        node = data
-        *head, last = dotted.split("__")
-        for key in head:
-            node = node[key]
-        node[last] = value
-    return parse_spec(data)
+_variant = spec_variant
 
 
 def test_dense_8192_takes_the_performance_form():

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import opdesign.estimate_sk02 as sk02
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, run_cli, spec_variant
 from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
@@ -24,14 +24,7 @@ SPARSE = load_spec(EXAMPLES / "sparse_topk_2048.yaml")
 
 
 def _variant(**changes):
-    data = copy.deepcopy(SPARSE.model_dump(mode="json", exclude_none=True))
-    for dotted, value in changes.items():
-        node = data
-        *head, last = dotted.split("__")
-        for key in head:
-            node = node[key]
-        node[last] = value
-    return parse_spec(data)
+    return spec_variant(SPARSE, **changes)
 
 
 def _run(script: str, tmp_path, name: str = "op_scaffold.py") -> subprocess.CompletedProcess:
