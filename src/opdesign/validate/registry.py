@@ -25,7 +25,7 @@ from opdesign.validate.yamlsafe import Loaded
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
 RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_budget", "rules_perf",
-                "rules_pseudocode", "rules_sk16", "rules_sk02")
+                "rules_pseudocode", "rules_sk16", "rules_sk02", "rules_variants")
 
 
 @dataclass(frozen=True)
