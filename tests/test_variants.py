@@ -203,3 +203,19 @@ def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
     assert "SK-02-COND-2 fails" in (scaffold.parent / "DESIGN.md").read_text()
     res = _run(scaffold)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_long_context_plan_is_fast_to_build_and_validates(tmp_path):
+    # 64 x 64 heads, causal 128K: 4.2 million roots and 2.1e9 tasks (counts above 2^31 are legitimate)
+    path = _spec_file(tmp_path, "causal_gqa_fai", "longctx", device="a3",
+                      shape={"batch": 64, "num_heads": 64, "num_kv_heads": 8, "seq_q": 131072, "seq_kv": 131072},
+                      dynamic_axes=[{"name": "seq_q", "range": [1, 131072]}, {"name": "seq_kv", "range": [1, 131072]}],
+                      typical_configs=[{"name": "c1", "type": "functional", "priority": "P0",
+                                        "shape": {"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 300, "seq_kv": 300}}])
+    plan = estimate(load_spec(path))
+    assert plan.root_count == 64 * 64 * 1024 and plan.task_count == 64 * 64 * (1024 * 1025 // 2)
+    assert plan.balance.total_valid_blocks == plan.task_count
+    out = tmp_path / "longctx"
+    assert run_cli("new", "--spec", str(path), "--out", str(out)).returncode == 0
+    res = run_cli("validate", str(out))
+    assert res.returncode == 0 and "0 errors, 0 warnings" in res.stdout

@@ -19,9 +19,14 @@ _LEADING_INT = re.compile(r"^\s*\**\s*(-?\d+)\b")
 _SKELETON_ID = re.compile(r"^SK-\d{2}$")
 
 
-def pos_int(value: Any) -> int | None:
-    """``value`` if it is an int in [1, MAX_VALUE] (not a bool), else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_VALUE:
+#: Largest count (root_count, task_count) taken as a number: counts of long-context plans pass 2^31
+#: (a 64 x 64-head causal 128K plan has 2.1e9 tasks); 2^53 keeps them exact in JSON.
+MAX_COUNT = 2**53
+
+
+def pos_int(value: Any, limit: int = MAX_VALUE) -> int | None:
+    """``value`` if it is an int in [1, limit] (not a bool), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit:
         return value
     return None
 

@@ -29,10 +29,12 @@ FORMS = ("baseline", "performance")
 #: Integers of the block that must be positive and below 2**31 when present (bd.pos_int); the rules
 #: read any other value as "missing", so an out-of-range one must not pass silently.
 POSITIVE_INTS: tuple[tuple[str, ...], ...] = (
-    ("head_dim",), ("seq_q",), ("seq_kv",), ("root_count",), ("module_count",), ("task_count",), ("cube_nbuffer",),
+    ("head_dim",), ("seq_q",), ("seq_kv",), ("module_count",), ("cube_nbuffer",),
     ("ub_budget", "total_bytes"), ("ub_budget", "capacity_bytes"), ("l1_budget", "total_bytes"),
     ("l1_budget", "capacity_bytes"), ("expansion", "max_per_op"), ("expansion", "limit"),
 )
+#: Counts that may pass 2^31 on long-context plans: positive ints up to bd.MAX_COUNT.
+POSITIVE_COUNTS: tuple[tuple[str, ...], ...] = (("root_count",), ("task_count",))
 
 
 @rule("OD-NUM-01", "info", "numbers", "opdesign validate (number rules need the opdesign block)",
@@ -61,8 +63,8 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     """The block holds what the number rules re-derive from: skeleton, form (baseline / performance),
     a known device profile, the input dtype, head_dim, seq_q, seq_kv, the tiles, kv_loop, unroll_list,
     accumulators, root_count, the budgets, the expansion estimate, form_checks and module_count.
-    head_dim, seq_q, seq_kv, root_count, module_count, task_count, cube_nbuffer and the budget / expansion
-    figures are positive ints below 2^31 (0, negative or huge values would read as "missing" and switch
+    head_dim, seq_q, seq_kv, module_count, cube_nbuffer and the budget / expansion figures are
+    positive ints below 2^31, root_count and task_count below 2^53 (0, negative or huge values would read as "missing" and switch
     the rules that need them off). The skeleton is a catalog id (SK-01, SK-02, SK-16, exact spelling); with
     an unknown one the rules run with the skeleton of the decisions chapter's selection table, else as SK-01."""
     if "opdesign" not in ctx.front:
@@ -76,13 +78,14 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
             yield Hit(ctx.block_line(), f"opdesign block has no '{key}'")
         elif kind is not object and kind is not int and (not isinstance(block[key], kind) or isinstance(block[key], bool)):
             yield Hit(ctx.block_line(key), f"opdesign.{key} must be a {kind.__name__}, got {block[key]!r}")
-    for path in POSITIVE_INTS:
-        parent = block
-        for part in path[:-1]:
-            parent = parent.get(part) if isinstance(parent, dict) else None
-        if isinstance(parent, dict) and path[-1] in parent and bd.pos_int(parent[path[-1]]) is None:
-            yield Hit(ctx.block_line(*path), f"opdesign.{'.'.join(path)} must be a positive int < 2^31, "
-                                             f"got {parent[path[-1]]!r}")
+    for paths, limit, text in ((POSITIVE_INTS, bd.MAX_VALUE, "2^31"), (POSITIVE_COUNTS, bd.MAX_COUNT, "2^53")):
+        for path in paths:
+            parent = block
+            for part in path[:-1]:
+                parent = parent.get(part) if isinstance(parent, dict) else None
+            if isinstance(parent, dict) and path[-1] in parent and bd.pos_int(parent[path[-1]], limit) is None:
+                yield Hit(ctx.block_line(*path), f"opdesign.{'.'.join(path)} must be a positive int < {text}, "
+                                                 f"got {parent[path[-1]]!r}")
     raw = block.get("skeleton")
     if isinstance(raw, str) and bd.block_skeleton(ctx) is None:
         known = bd.known_skeletons()

@@ -46,7 +46,7 @@ def check_form_conditions(ctx: Context) -> Iterator[Hit]:
     head_dim, dims = bd.pos_int(block.get("head_dim")), card.param("perf_head_dims")
     if head_dim is not None and head_dim not in dims:
         yield Hit(ctx.block_line("head_dim"), f"performance form needs head_dim in {dims}, got {head_dim}")
-    roots, (lo, hi) = bd.pos_int(block.get("root_count")), card.param("perf_root_range")
+    roots, (lo, hi) = bd.pos_int(block.get("root_count"), bd.MAX_COUNT), card.param("perf_root_range")
     if roots is not None and not lo <= roots <= hi:
         yield Hit(ctx.block_line("root_count"), f"performance form needs root_count in [{lo}, {hi}], got {roots}")
     axes = ctx.front.get("dynamic_axes")
