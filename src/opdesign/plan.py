@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 Stage = Literal["C1", "V1", "C2", "V2"]
+_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
 
 class _Model(BaseModel):
@@ -55,6 +56,22 @@ class VecTile(_Model):
     dtype: str
     view: tuple[int, int]
     reason: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tile_bytes(self) -> int:
+        """Bytes of one tile: rows x cols x dtype bytes."""
+        return self.shape[0] * self.shape[1] * _DTYPE_BYTES[self.dtype]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tail_bytes(self) -> int:
+        """Bytes of the tail axis (C-TILE-02 checks ``% 32``)."""
+        return self.tail_bytes_as(self.dtype)
+
+    def tail_bytes_as(self, dtype: str) -> int:
+        """Tail-axis bytes when the tile is cast to ``dtype`` (e.g. P to bf16 before C2)."""
+        return self.shape[1] * _DTYPE_BYTES[dtype]
 
 
 class BudgetItem(_Model):
@@ -255,6 +272,11 @@ class Plan(_Model):
     typical_configs: list[dict[str, Any]]
     dynamic_axes: list[dict[str, Any]]
     risks: list[str]
+
+    @property
+    def pages_per_tile(self) -> int | None:
+        """Pages one KV tile gathers (AT-17): ``kv_tile // block_size`` for a paged plan."""
+        return self.kv_tile // self.block_size if self.block_size else None
 
     def design_block(self) -> dict[str, Any]:
         """The numbers the validator re-checks, as plain data (front-matter ``opdesign:`` block).
