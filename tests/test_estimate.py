@@ -6,7 +6,6 @@ import json
 from math import ceil
 
 import pytest
-import yaml
 
 from conftest import EXAMPLES, run_cli, spec_variant
 from opdesign.catalog import load_catalog

@@ -178,7 +178,7 @@ def test_spec_topk_axis_needs_topk_mask_and_scope_is_named():
     data["dynamic_axes"].append({"name": "topk", "range": [1, 8], "uniform": True})
     with pytest.raises(SpecError, match=r"dynamic_axes: a topk axis needs mask: topk"):
         parse_spec(data)
-    with pytest.raises(SpecError, match=r"^kv_cache: 'paged' with mask 'topk' is not planned"):
+    with pytest.raises(SpecError, match=r"^kv_cache: 'paged' is not planned by SK-02 \(mask topk\)"):
         estimate(_variant(kv_cache="paged", shape__block_size=128))
 
 

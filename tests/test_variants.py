@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import subprocess
 import sys
 from math import ceil
@@ -14,7 +13,7 @@ import yaml
 from conftest import EXAMPLES, run_cli
 from opdesign.estimate import estimate
 from opdesign.estimate_variants import balance, greedy_balance, kv_block_ranges
-from opdesign.spec import load_spec, parse_spec
+from opdesign.spec import load_spec
 
 
 def _new(tmp_path, spec_path, name):

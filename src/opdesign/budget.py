@@ -13,13 +13,13 @@ from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
 from opdesign.plan import Budget, BudgetItem, CubeTile, VecTile
+from opdesign.spec import DTYPE_BYTES
 
 ACC_BYTES = 4  # FP32 accumulators and matmul results (SK-01 rule 6, C-API-05)
 # FlashAttention-Infer example 49 (domain.md §7): pipeline depth of the static
 # resource items; MM1/MM2 results are double-buffered in UB.
 KERNEL_TASK_NUM = 3
 RESULT_BUFFERS = 2
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
 
 def align_up(value: int, multiple: int) -> int:

@@ -216,7 +216,8 @@ class Legality:
         return "; ".join(parts)
 
 
-def _cdiv(a, b):
+def cdiv(a, b):
+    """Ceiling division for ints and integer numpy arrays."""
     return -(-a // b)
 
 
@@ -236,11 +237,11 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     m0, m1, n0, n1 = c["m0"], c["m1"], c["n0"], c["n1"]
     k10, k11, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
     vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
-    rows = _cdiv(c["q"], cv)
+    rows = cdiv(c["q"], cv)
     resident = (rows * d * acc + 2 * rows * align32) if ctx.form == "baseline" else 0
     ub = (resident + np.maximum(vr * vc * acc * counts["reduce"], vr * c2 * acc * counts["binary"])
-          + _cdiv(m1, cv) * n1 * acc * budget.RESULT_BUFFERS
-          + _cdiv(m1, cv) * budget.align_up(d, 64) * acc * budget.RESULT_BUFFERS + _cdiv(m1, 2) * acc)
+          + cdiv(m1, cv) * n1 * acc * budget.RESULT_BUFFERS
+          + cdiv(m1, cv) * budget.align_up(d, 64) * acc * budget.RESULT_BUFFERS + cdiv(m1, 2) * acc)
     l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m1 * k21 + k21 * n21) * pb) * nbuf
           + m1 * n1 * pb * budget.KERNEL_TASK_NUM)
     nbytes = {"UB": ub, "L1": l1,
@@ -256,7 +257,7 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     fp8 = ctx.spec.quant == "fp8"
     in1 = max(k for _, k in V1_OPS + (FP8_V1_OPS if fp8 else ()))
     in2 = max(k for _, k in V2_OPS + (FP8_V2_OPS if fp8 else ()))
-    exp_max = np.maximum(_cdiv(c["q"], vr) * _cdiv(c["kv"], vc) * (1 + in1), _cdiv(c["q"], vr) * ceil(d / c2) * (1 + in2))
+    exp_max = np.maximum(cdiv(c["q"], vr) * cdiv(c["kv"], vc) * (1 + in1), cdiv(c["q"], vr) * ceil(d / c2) * (1 + in2))
     limit = cat.constraint("C-TILE-04").param("expansion_limit")
     return Legality(bytes=nbytes, capacity=capacity, expansion_max=exp_max, expansion_limit=limit,
                     bad_align=bad_align, bad_tail=bad_tail,

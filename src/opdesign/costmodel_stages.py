@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.costmodel_isa import TRANSFER_HEAD_CYCLES, bandwidth, cvt_cycles, matmul_cycles, vector_cycles
-from opdesign.costmodel_space import Context, valid_blocks
+from opdesign.costmodel_space import Context, cdiv, valid_blocks
 from opdesign.estimate_parts import vec_cols_v2
 
 STAGES = ("C1", "V1", "C2", "V2", "sched")
@@ -77,8 +77,6 @@ class CostParams(BaseModel):
                     "(budget.py), the depth the L1/UB static buffers are sized for.")
 
 
-def _cdiv(a, b):
-    return -(-a // b)
 
 
 def _xfer(ctx: Context, path: str, count, nbytes):
@@ -110,32 +108,32 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
     vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
     fp8 = spec.quant == "fp8"
 
-    blocks = _cdiv(q, m1) * _cdiv(kv, n1)
-    pages_k = _cdiv(n1, page) if page else 1
+    blocks = cdiv(q, m1) * cdiv(kv, n1)
+    pages_k = cdiv(n1, page) if page else 1
     c1 = np.maximum.reduce([
         _xfer(ctx, "gm_to_l1", blocks * (1 + pages_k), blocks * (m1 * d1 + d1 * n1) * b),
         _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b) + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b),
-        blocks * _cdiv(m1, m0) * _cdiv(n1, n0) * _cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
-        _xfer(ctx, "l0c_to_gm", blocks * _cdiv(m1, m0) * _cdiv(n1, n0), blocks * m1 * n1 * acc),
+        blocks * cdiv(m1, m0) * cdiv(n1, n0) * cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
+        _xfer(ctx, "l0c_to_gm", blocks * cdiv(m1, m0) * cdiv(n1, n0), blocks * m1 * n1 * acc),
     ])
-    chunks = _cdiv(q, m1) * _cdiv(d1, n21) * _cdiv(kv, k21)
-    pages_v = _cdiv(k21, page) if page else 1
+    chunks = cdiv(q, m1) * cdiv(d1, n21) * cdiv(kv, k21)
+    pages_v = cdiv(k21, page) if page else 1
     c2_cycles = np.maximum.reduce([
         _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m1 * k21 + k21 * n21) * pb),
         _xfer(ctx, "l1_to_l0a", chunks, chunks * m1 * k21 * pb)
         + _xfer(ctx, "l1_to_l0b", chunks, chunks * k21 * n21 * pb),
-        chunks * _cdiv(m1, m0) * _cdiv(k21, k20) * _cdiv(n21, n20) * matmul_cycles(m0, k20, n20, pdt, dev),
-        _xfer(ctx, "l0c_to_gm", _cdiv(q, m1) * _cdiv(d1, n21) * _cdiv(m1, m0) * _cdiv(n21, n20), q * n21 * acc),
+        chunks * cdiv(m1, m0) * cdiv(k21, k20) * cdiv(n21, n20) * matmul_cycles(m0, k20, n20, pdt, dev),
+        _xfer(ctx, "l0c_to_gm", cdiv(q, m1) * cdiv(d1, n21) * cdiv(m1, m0) * cdiv(n21, n20), q * n21 * acc),
     ])
 
-    rows = _cdiv(q, dev.aiv_per_aic)
-    row_tiles = _cdiv(rows, vr)
-    t1 = row_tiles * _cdiv(kv, vc)
+    rows = cdiv(q, dev.aiv_per_aic)
+    row_tiles = cdiv(rows, vr)
+    t1 = row_tiles * cdiv(kv, vc)
     softmax = V1_INSTRS + (FP8_V1_INSTRS if fp8 else ())
     per_t1 = _per_shape(vr, vc, lambda r, w: _sum(softmax, r, w) + cvt_cycles("fp32", r, w))
     v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc), t1 * per_t1,
                             _xfer(ctx, "ub_to_gm", t1, t1 * vr * vc * pb)])
-    t2 = row_tiles * _cdiv(d, c2)
+    t2 = row_tiles * cdiv(d, c2)
     rescale = V2_INSTRS + (FP8_V2_INSTRS if fp8 else ())
     per_t2 = _per_shape(vr, np.full_like(vr, c2), lambda r, w: _sum(rescale, r, w))
     per_row = _per_shape(vr, np.full_like(vr, col_w), lambda r, w: _sum(STATE_INSTRS, r, w))
@@ -189,7 +187,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             static = max(int(ks.max(initial=0)), 1) <= ctx.static_range
             split[(q, kv, g)] = (ks_busy, copies, loads, static)
         ks_busy, copies, loads, static = split[(q, kv, g)]
-        bodies = (copies * (ks_busy > 0)).sum() if static else (copies * _cdiv(ks_busy, u)).sum()
+        bodies = (copies * (ks_busy > 0)).sum() if static else (copies * cdiv(ks_busy, u)).sum()
         units = int(copies.sum())
         table[i] = (loads.max(), units, units * g, bodies, np.count_nonzero(loads), loads.sum())
     out = table[inv.reshape(-1)]

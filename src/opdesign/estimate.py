@@ -19,6 +19,7 @@ from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate_parts import (
+    check_supported,
     spec_echo,
     batch_lengths,
     choose_cube_tiles,
@@ -36,16 +37,6 @@ from opdesign.spec import Spec
 
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND")}
-
-
-def _check_supported(spec: Spec) -> None:
-    for field, allowed in SUPPORTED.items():
-        value = getattr(spec, field)
-        if value not in allowed:
-            raise SpecError(
-                f"{field}: {value!r} is not planned by this version of opdesign "
-                f"(supported: {', '.join(allowed)}); see the README's scope section"
-            )
 
 
 def axis_hi(spec: Spec, name: str) -> int:
@@ -145,7 +136,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         SpecError: the SPEC asks for a variant this version does not plan, or no
             legal tiling exists within the device's buffers.
     """
-    _check_supported(spec)
+    check_supported(spec, SUPPORTED, "SK-01")
     cat = load_catalog()
     sk01 = cat.card("SK-01")
     device = cat.device(spec.device)

@@ -208,6 +208,17 @@ def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
             "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
 
 
+def check_supported(spec: Spec, supported: dict[str, tuple[str, ...]], what: str) -> None:
+    """Raise SpecError naming the first SPEC field whose value ``what`` does not plan."""
+    from opdesign.errors import SpecError
+
+    for field, allowed in supported.items():
+        value = getattr(spec, field)
+        if value not in allowed:
+            raise SpecError(f"{field}: {value!r} is not planned by {what} in this version of opdesign "
+                            f"(supported: {', '.join(allowed)}); see the README's scope section")
+
+
 def spec_echo(spec: Spec) -> dict[str, Any]:
     """The SPEC's typical configs (full shapes) and dynamic axes as Plan fields, for every skeleton."""
     return {

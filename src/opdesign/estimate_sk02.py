@@ -43,9 +43,8 @@ from math import ceil, sqrt
 
 from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
-from opdesign.errors import SpecError
 from opdesign.estimate import axis_hi, estimate_sk01
-from opdesign.estimate_parts import config_entries, interfaces, spec_echo
+from opdesign.estimate_parts import check_supported, config_entries, interfaces, spec_echo
 from opdesign.plan import (
     Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, ExpansionOp, FormCheck, LoopRow, Module, Plan,
     TensorSpec, Unroll, VecTile,
@@ -194,14 +193,6 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     ]
 
 
-def _check_supported(spec: Spec) -> None:
-    for field, allowed in SUPPORTED.items():
-        value = getattr(spec, field)
-        if value not in allowed:
-            raise SpecError(f"{field}: {value!r} with mask 'topk' is not planned by this version of opdesign "
-                            f"(SK-02 plans {', '.join(allowed)})")
-
-
 def estimate_sk02(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
     """Plan a ``mask: topk`` SPEC: SK-02 when its three conditions hold, else SK-01 naming the failed one.
 
@@ -209,7 +200,7 @@ def estimate_sk02(spec: Spec, golden_module_count: tuple[int, str] | None = None
         SpecError: ``kv_cache`` / ``quant`` / ``layout`` outside SK-02's scope (field named), or
             whatever ``estimate_sk01`` raises for the fallback.
     """
-    _check_supported(spec)
+    check_supported(spec, SUPPORTED, "SK-02 (mask topk)")
     fit = best_fit(spec)
     checks = sk02_checks(spec, fit)
     if not all(c.passed for c in checks):

@@ -29,7 +29,7 @@ from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.errors import SpecError
 from opdesign.estimate import axis_hi
-from opdesign.estimate_parts import NP_DTYPE, choose_cube_tiles, spec_echo
+from opdesign.estimate_parts import NP_DTYPE, check_supported, choose_cube_tiles, spec_echo
 from opdesign.budget_sk16 import budgets, expansion
 from opdesign.estimate_variants import kv_block_ranges
 from opdesign.plan import (
@@ -136,11 +136,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
 
 
 def _check_supported(spec: Spec) -> None:
-    for field, allowed in SUPPORTED.items():
-        value = getattr(spec, field)
-        if value not in allowed:
-            raise SpecError(f"{field}: {value!r} is not planned for SK-16 backward by this version "
-                            f"(supported: {', '.join(allowed)}); see the README's scope section")
+    check_supported(spec, SUPPORTED, "SK-16 backward")
     if spec.two_pass_reason is not None and spec.mask != "none":
         raise SpecError(f"two_pass_reason: the two-pass backward is planned for mask 'none' only "
                         f"(mask {spec.mask!r}: pass 2 would visit masked Q tiles)")

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from opdesign.spec import DTYPE_BYTES
+
 Stage = Literal["C1", "V1", "C2", "V2"]
-_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
 
 class _Model(BaseModel):
@@ -61,7 +62,7 @@ class VecTile(_Model):
     @property
     def tile_bytes(self) -> int:
         """Bytes of one tile: rows x cols x dtype bytes."""
-        return self.shape[0] * self.shape[1] * _DTYPE_BYTES[self.dtype]
+        return self.shape[0] * self.shape[1] * DTYPE_BYTES[self.dtype]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -71,7 +72,7 @@ class VecTile(_Model):
 
     def tail_bytes_as(self, dtype: str) -> int:
         """Tail-axis bytes when the tile is cast to ``dtype`` (e.g. P to bf16 before C2)."""
-        return self.shape[1] * _DTYPE_BYTES[dtype]
+        return self.shape[1] * DTYPE_BYTES[dtype]
 
 
 class BudgetItem(_Model):

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from opdesign.errors import NotFoundError, SpecError
 
 MAX_SPEC_BYTES = 1_000_000
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
 # rtol/atol defaults by input dtype: our choice for a float64 golden, stated in
 # the README (bf16 has 8 mantissa bits, fp16 11, fp32 24).
 DEFAULT_TOLERANCE = {"bf16": (2e-2, 2e-2), "fp16": (5e-3, 5e-3), "fp32": (1e-4, 1e-5)}
