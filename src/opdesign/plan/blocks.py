@@ -1,0 +1,104 @@
+"""KV blocks per Q tile and the multi-core split of them, shared by the skeletons and the cost model.
+
+Sources: AT-01 mask kinds (bottom-right aligned causal / sliding window), the
+FlashAttention-Infer load balance (domain.md §7: contiguous greedy split of q
+blocks over the cube cores).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from opdesign.plan.models import Balance, CoreLoad
+
+
+def kv_block_ranges(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int,
+                    window: int | None = None) -> list[tuple[int, int]]:
+    """``(first_kv_block, block_count)`` per q block: the KV tiles a Q tile must visit.
+
+    Row ``r`` of the query sees column ``c`` when (bottom-right aligned, AT-01
+    mask kinds): ``causal``: ``c <= r + seq_kv - seq_q``; ``sliding_window``:
+    additionally ``c > r + seq_kv - seq_q - window``; ``none``, ``tensor`` and
+    ``topk`` (mask values and picks unknown at design time): every column.
+    """
+    offset = seq_kv - seq_q
+    kv_tiles = ceil(seq_kv / kv_tile)
+    out = []
+    for i in range(ceil(seq_q / q_tile)):
+        first_row, last_row = i * q_tile, min((i + 1) * q_tile, seq_q) - 1
+        if mask in ("causal", "sliding_window"):
+            hi = min(seq_kv, last_row + offset + 1)  # exclusive column bound
+            lo = 0 if mask == "causal" else max(0, first_row + offset - window + 1)
+            if hi <= lo:
+                out.append((0, 0))
+                continue
+            first = lo // kv_tile
+            out.append((first, ceil(hi / kv_tile) - first))
+        else:
+            out.append((0, kv_tiles))
+    return out
+
+
+def greedy_allocation(weights: list[int], cores: int, repeats: int = 1) -> list[list[tuple[int, int]]]:
+    """Contiguous greedy split of q blocks over ``cores`` (FAI load balance), per core.
+
+    The blocks are ``weights`` repeated ``repeats`` times (one copy per
+    (batch, head), in order). Block ``j`` goes to core
+    ``floor((prefix_j + w_j / 2) / target)`` with ``target = total / cores``: blocks
+    stay in (batch, head, q block) order and a block heavier than the target is
+    never split. Exact integer arithmetic; the repeats are counted per core in
+    closed form, so the cost is ``O(cores x len(weights))``, not per block.
+    Returns, per core, ``(position in weights, number of copies)`` pairs.
+    """
+    alloc: list[list[tuple[int, int]]] = [[] for _ in range(cores)]
+    period = sum(weights)
+    if period == 0 or repeats == 0:
+        return alloc
+    denom = 2 * repeats * period  # block j sits on core floor((2 prefix_j + w_j) * cores / denom)
+    prefix = 0
+    for pos, w in enumerate(weights):
+        a = 2 * prefix + w  # position of this block in the first copy, doubled
+        prefix += w
+        start = 0  # first repeat index not yet placed
+        for core in range(cores):
+            if core == cores - 1:
+                end = repeats
+            else:  # repeats r with (2 r period + a) * cores < (core + 1) * denom
+                bound = (core + 1) * denom - a * cores
+                end = min(repeats, max(0, -(-bound // (2 * period * cores))))
+            if end > start:
+                alloc[core].append((pos, end - start))
+                start = end
+            if start == repeats:
+                break
+    return alloc
+
+
+def greedy_balance(weights: list[int], cores: int, repeats: int = 1) -> tuple[list[int], list[int]]:
+    """(core weights, q blocks per core) of :func:`greedy_allocation`."""
+    alloc = greedy_allocation(weights, cores, repeats)
+    return ([sum(weights[p] * n for p, n in core) for core in alloc], [sum(n for _, n in core) for core in alloc])
+
+
+def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
+    """Per-core weights, ``imbalance = max / mean`` and whether fewer cores would do as well.
+
+    ``weights`` are the valid KV blocks per q block of one (batch, head), repeated
+    ``repeats`` times (see :func:`greedy_balance`).
+    """
+    loads, counts = greedy_balance(weights, cores, repeats)
+    total = sum(weights) * repeats
+    mean = total / cores if cores else 0.0
+    worst = max(loads) if loads else 0
+    fewer = None
+    for c in range(1, cores):
+        if max(greedy_balance(weights, c, repeats)[0]) <= worst:
+            fewer = c
+            break
+    imbalance = worst / mean if mean else 1.0
+    note = (f"{cores} cores, target {total / cores:.1f} valid KV blocks each; imbalance {imbalance:.3f}"
+            + (f"; {fewer} cores reach the same busiest-core weight {worst}, so fewer cores would do as well"
+               if fewer else "; every core is needed for the busiest-core weight"))
+    return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
+                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts))],
+                   imbalance=round(imbalance, 4), fewer_cores=fewer, note=note)

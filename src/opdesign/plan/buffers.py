@@ -1,0 +1,79 @@
+"""On-chip buffer helpers shared by the skeletons, the cost model and the validator (bytes).
+
+All functions are pure: tiles in elements in, :class:`~opdesign.plan.models.Budget`
+or :class:`~opdesign.plan.models.Expansion` out. Sources: C-TILE-03 (budgets from
+the device capacity and the real resident tensors; per-op formula
+``tile_elements x dtype_bytes x tensor_count``), C-TILE-04 (expansion
+estimate), C-TILE-05 (L0 tiles), and the FlashAttention-Infer static resource
+items (domain.md §7).
+"""
+
+from __future__ import annotations
+
+from opdesign.catalog import DeviceProfile, load_catalog
+from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
+from opdesign.spec import DTYPE_BYTES
+
+ACC_BYTES = 4  # FP32 accumulators and matmul results (SK-01 rule 6, C-API-05)
+# FlashAttention-Infer example 49 (domain.md §7): pipeline depth of the static
+# resource items; MM1/MM2 results are double-buffered in UB.
+KERNEL_TASK_NUM = 3
+RESULT_BUFFERS = 2
+
+
+def make_budget(buffer: str, items: list[BudgetItem], capacity: int, capacity_source: str) -> Budget:
+    """A :class:`Budget` of ``items`` against ``capacity`` bytes (``fits`` = total <= capacity)."""
+    total = sum(i.bytes for i in items)
+    return Budget(buffer=buffer, items=items, total_bytes=total, capacity_bytes=capacity,
+                  capacity_source=capacity_source, fits=total <= capacity)
+
+
+def vec_op_bytes(tile: VecTile, tensor_count: int) -> int:
+    """Per-operation UB of one vector op: ``rows x cols x dtype_bytes x tensor_count`` (C-TILE-03)."""
+    return tile.shape[0] * tile.shape[1] * DTYPE_BYTES[tile.dtype] * tensor_count
+
+
+def make_expansion(ops: list[ExpansionOp], traced_copies: int) -> Expansion:
+    """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body."""
+    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
+    worst = max(o.expressions for o in ops)
+    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops) * traced_copies,
+                     traced_copies=traced_copies, limit=limit, within_limit=worst <= limit)
+
+
+def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: int) -> Budget:
+    """L1 bytes of a forward C1/C2 pair: the larger stage's A+B operand tiles x ``cube_nbuffer``
+    plus FAI ``MM2_LEFT_SIZE``."""
+    items = []
+    per_stage = []
+    for stage, t in sorted(cube.items()):
+        b = DTYPE_BYTES[t.operand_dtype]
+        per_stage.append((stage, (t.m[1] * t.k[1] + t.k[1] * t.n[1]) * b * cube_nbuffer, t))
+    stage, peak, t = max(per_stage, key=lambda s: s[1])
+    items.append(BudgetItem(
+        name=f"{stage}_operands", bytes=peak,
+        formula=f"(mL1 x kL1 + kL1 x nL1) x {DTYPE_BYTES[t.operand_dtype]} B x cube_nbuffer {cube_nbuffer}; "
+                f"{stage} is the larger of C1 (Q, K) and C2 (P, V), the stages do not hold L1 at once",
+        source="C-TILE-03, C-TILE-05 [L0, L1] tiles, SK-01 cube_nbuffer_setting"))
+    c1 = cube["C1"]
+    p_bytes = DTYPE_BYTES[cube["C2"].operand_dtype]
+    items.append(BudgetItem(
+        name="MM2_LEFT_SIZE", bytes=c1.m[1] * c1.n[1] * p_bytes * KERNEL_TASK_NUM,
+        formula=f"qSeqBase x kvSeqBase x sizeof(P) x KERNEL_TASK_NUM = {c1.m[1]} x {c1.n[1]} x {p_bytes} x {KERNEL_TASK_NUM}",
+        source="FAI static resources (domain.md §7)"))
+    return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
+
+
+def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
+    """L0A (m x k), L0B (k x n) operand bytes and L0C (m x n FP32) result bytes of one cube stage."""
+    b = DTYPE_BYTES[tile.operand_dtype]
+    m, k, n = tile.m[0], tile.k[0], tile.n[0]
+    src = "C-TILE-03, C-TILE-05 L0 tiles"
+    return [
+        make_budget(f"L0A {tile.stage}", [BudgetItem(name="a_tile", bytes=m * k * b, formula=f"mL0 x kL0 x {b} = {m} x {k} x {b}", source=src)],
+                    device.l0a_bytes, f"devices.yaml {device.name}.l0a_bytes"),
+        make_budget(f"L0B {tile.stage}", [BudgetItem(name="b_tile", bytes=k * n * b, formula=f"kL0 x nL0 x {b} = {k} x {n} x {b}", source=src)],
+                    device.l0b_bytes, f"devices.yaml {device.name}.l0b_bytes"),
+        make_budget(f"L0C {tile.stage}", [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=f"mL0 x nL0 x 4 = {m} x {n} x 4", source=src + ", FP32 result")],
+                    device.l0c_bytes, f"devices.yaml {device.name}.l0c_bytes"),
+    ]

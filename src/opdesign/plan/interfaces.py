@@ -1,0 +1,40 @@
+"""Interface tensors of a plan (CANNBot ``module_interfaces.yaml`` format): primary inputs in
+golden signature order and the final outputs.
+"""
+
+from __future__ import annotations
+
+from opdesign.plan.fields import batch_lengths
+from opdesign.plan.models import TensorSpec
+from opdesign.spec import Spec
+
+NP_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
+    return {"BNSD": ["batch", heads, seq, "head_dim"], "BSND": ["batch", seq, heads, "head_dim"],
+            "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
+
+
+def io_tensors(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Primary inputs (golden signature order) and final outputs of a forward attention SPEC."""
+    dt = NP_DTYPE[spec.dtype]
+    q = TensorSpec(name="q", shape=_qkv_shape(spec, "num_heads", "seq_q"), dtype=dt)
+    if spec.kv_cache == "paged":
+        cache = ["num_blocks", "block_size", "num_kv_heads", "head_dim"]
+        inputs = [q, TensorSpec(name="k_cache", shape=cache, dtype=dt),
+                  TensorSpec(name="v_cache", shape=cache, dtype="int8" if spec.quant == "fp8" else dt),
+                  TensorSpec(name="block_table", shape=["batch", "max_blocks_per_seq"], dtype="int32")]
+    else:
+        v_dt = "int8" if spec.quant == "fp8" else dt
+        inputs = [q, TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt),
+                  TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=v_dt)]
+    inputs += [TensorSpec(name=name, shape=["batch"], dtype="int32") for name in batch_lengths(spec).values()]
+    if spec.quant == "fp8":  # FP8 E4M3 bytes travel as int8; one FP32 scale per V channel
+        inputs.append(TensorSpec(name="v_scale", shape=["batch", "num_kv_heads", "head_dim"], dtype="float32"))
+    if spec.mask == "tensor":
+        inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
+    if spec.mask == "topk":  # the indexer's picks per query token, -1 = unused slot (shared by the token's heads)
+        inputs.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
+    out = TensorSpec(name="attn_out", shape=q.shape, dtype=dt)
+    return inputs, [out]
