@@ -14,7 +14,7 @@ Decisions and their sources (numbers come from the catalog, never hard-coded):
 * Tiles: square ``Q_TILE = KV_TILE`` so one C2 TileShape serves dV = P^T dO,
   dQ = dS K and dK = dS^T Q (each has m, k in {Q_TILE, KV_TILE}); start from
   the SK-01 safe baseline 128 and halve until UB, L1 and L0 fit (C-TILE-03).
-* Budgets and the expansion estimate: :mod:`opdesign.budget_sk16` (shared
+* Budgets and the expansion estimate: :mod:`opdesign.skeletons.sk16.budget` (shared
   with the validator).
 * Configuration: the SK-16 card's runtime/pass options (stitch 512,
   sched_mode 3, l1_reuse); ``max_workspace_kb`` on a3 (the card's A3 value).
@@ -25,14 +25,14 @@ from __future__ import annotations
 from math import ceil, sqrt
 from typing import Any
 
-from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate import axis_hi
-from opdesign.estimate_parts import NP_DTYPE, check_supported, choose_cube_tiles, spec_echo
-from opdesign.budget_sk16 import budgets, expansion
-from opdesign.estimate_variants import kv_block_ranges
-from opdesign.plan import (
+from opdesign.plan.blocks import kv_block_ranges
+from opdesign.plan.fields import check_supported, spec_echo
+from opdesign.plan.interfaces import NP_DTYPE
+from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
+from opdesign.skeletons.sk16.budget import budgets, expansion
+from opdesign.plan.models import (
     Budget, Choice, ConfigEntry, Decision, FormCheck, LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
 )  # fmt: skip
 from opdesign.spec import Spec
@@ -171,10 +171,10 @@ def passes_for(spec: Spec, sk16: Card) -> tuple[int, str]:
 
 def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
     """Largest square tile from the SK-01 safe baseline, halved until UB, L1 and L0 fit (C-TILE-03)."""
-    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    align = cube_align(spec.dtype)
     safe = sk01.param("safe_cube_tile")
     hi = min(axis_hi(spec, "seq_q"), axis_hi(spec, "seq_kv"))
-    tile = min(safe, budget.align_up(hi, align))
+    tile = min(safe, align_up(hi, align))
     first = tile
     while True:
         cube = {s: t.model_copy(update={"reason": CUBE_REASON[s]})
@@ -210,9 +210,9 @@ def _vec_tiles(spec: Spec, tile: int, sk01: Card) -> dict[str, VecTile]:
     d = spec.shape.head_dim
     rows = min(lo, tile)
     return {
-        "V1": VecTile(stage="V1", shape=(rows, min(hi, budget.align_up(tile, 16))), dtype="fp32", view=(tile, tile),
+        "V1": VecTile(stage="V1", shape=(rows, min(hi, align_up(tile, 16))), dtype="fp32", view=(tile, tile),
                       reason="P from l/m and dS on the score block in FP32; columns 16-aligned for FP32 and the BF16 casts (C-TILE-02)"),
-        "V2": VecTile(stage="V2", shape=(rows, min(hi, budget.align_up(d, 16))), dtype="fp32", view=(tile, d),
+        "V2": VecTile(stage="V2", shape=(rows, min(hi, align_up(d, 16))), dtype="fp32", view=(tile, d),
                       reason="D = rowsum(O*dO) before the s2 loop, then the dQ/dK scale on [tile, head_dim] (C-TILE-08: new shape, new TileShape)"),
     }
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from opdesign.plan.tiles import align_up
+from opdesign.skeletons.sk01 import card as sk01_card
+from opdesign.skeletons.sk01.rules import applies
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import call_name, scopes
+from opdesign.validate.pseudocode import allocation, call_name, scopes
 from opdesign.validate.registry import Context, Hit, rule
-from opdesign.validate.rules_numbers import _allocation
 
 
 def _perf(ctx: Context) -> bool:
-    return ctx.block is not None and bd.is_sk01(ctx) and ctx.block.get("form") == "performance"
+    return ctx.block is not None and applies(ctx) and ctx.block.get("form") == "performance"
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -38,7 +40,7 @@ def check_form_conditions(ctx: Context) -> Iterator[Hit]:
     the first three are re-derived from the front matter; otherwise fall back to the safe baseline."""
     if not _perf(ctx):
         return
-    block, card = ctx.block or {}, bd.sk01()
+    block, card = ctx.block or {}, sk01_card()
     checks = block.get("form_checks")
     for cid, passed in checks.items() if isinstance(checks, dict) else []:
         if passed is not True:
@@ -69,8 +71,6 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     a small baseline tile. seq_q is the largest of the typical value and the dynamic range's hi."""
     if not _perf(ctx):
         return
-    from opdesign.budget import align_up
-
     block = ctx.block or {}
     q_tile, seq_q = bd.pos_int(block.get("q_tile")), bd.axis_hi(ctx, "seq_q")
     dtype = block.get("dtype")
@@ -78,7 +78,7 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     align = align or bd.constraint("C-TILE-02").param("tail_align_elems").get(dtype, 1)
     if q_tile is None or seq_q is None:
         return
-    per_head = bd.sk01().param("perf_q_tiles_per_head")
+    per_head = sk01_card().param("perf_q_tiles_per_head")
     want = align_up(_ceil_div(seq_q, per_head), align)
     if q_tile != want:
         yield Hit(ctx.block_line("q_tile"), f"performance form: q_tile {q_tile} != align{align}(ceil(seq_q {seq_q} / "
@@ -97,7 +97,7 @@ def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
         return
     block = ctx.block or {}
     kv_tile, seq_kv = bd.pos_int(block.get("kv_tile")), bd.axis_hi(ctx, "seq_kv")
-    limit = bd.sk01().param("static_kv_max_tiles")
+    limit = sk01_card().param("static_kv_max_tiles")
     if kv_tile is None or seq_kv is None or _ceil_div(seq_kv, kv_tile) > limit:
         return
     if block.get("kv_loop") != "range":
@@ -126,7 +126,7 @@ def check_ssa_state(ctx: Context) -> Iterator[Hit]:
         return
     names = set(bd.accumulator_names(ctx))
     for node, _loops in ctx.program.walk():
-        if _allocation(node, names) is not None:
+        if allocation(node, names) is not None:
             yield Hit(node.line, "performance form: accumulator allocated as a resident buffer")
         s = node.stmt
         targets = getattr(s, "targets", None) or ([s.target] if isinstance(s, (ast.AugAssign, ast.AnnAssign)) else [])
@@ -146,7 +146,7 @@ def check_chain_scope(ctx: Context) -> Iterator[Hit]:
     (the closing is OD-PC-03)."""
     if not _perf(ctx) or ctx.program is None:
         return
-    want = bd.sk01().param("perf_scope")
+    want = sk01_card().param("perf_scope")
     info = scopes(ctx.program)
     for call, node, loops in ctx.program.calls():
         if call_name(call) == "amax" and loops and info.of_call.get(id(call)) != want:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from opdesign.golden_attention import _STATS_INPUT as STATS_INPUT
+from opdesign.golden.attention import STATS_INPUT
+from opdesign.skeletons.sk16 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, call_name, dotted, keyword
 from opdesign.validate.registry import Context, Hit, rule
@@ -21,7 +22,7 @@ RUNTIME_MODULES = ("pypto.", "torch.", "np.", "numpy.")
 
 
 def _kernel(ctx: Context) -> Node | None:
-    if ctx.program is None or ctx.program.kernel is None or bd.skeleton(ctx) != "SK-16":
+    if ctx.program is None or ctx.program.kernel is None or bd.skeleton(ctx) != ID:
         return None
     return ctx.program.kernel
 

@@ -1,23 +1,20 @@
 """SK-02 rules: the single pass has no KV loop, no online state and no unroll; TileShapes are fixed
-outside the loops; a token with ``cur_seq == 0`` is skipped with ``pypto.cond``. Plus AT-17-R4, the
-``gather_in_*`` prohibition that holds for SK-01 designs only (SK-02's top-k load is one
-``gather_in_ub`` of ``[1, topk]``, which must not be flagged).
+outside the loops; a token with ``cur_seq == 0`` is skipped with ``pypto.cond``.
 
 The SK-02 rules apply when the design is an SK-02 one (:func:`blockdata.skeleton`: the ``opdesign:``
 block says ``skeleton: SK-02``, or without a block the selection table lists SK-02). Sources: the
-SK-02 card (``patterns/skeletons/SK-02-single-pass-attention.md``, rules R3, R5, R6), AT-02-R3,
-AT-17-R4 and domain.md §3 / §5.
+SK-02 card (``patterns/skeletons/SK-02-single-pass-attention.md``, rules R3, R5, R6), AT-02-R3 and domain.md §3 / §5.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
+from opdesign.skeletons.sk02 import ID
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, call_name, keyword
+from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
 from opdesign.validate.registry import Context, Hit, rule
-from opdesign.validate.rules_numbers import _allocation
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
@@ -26,7 +23,7 @@ KV_TILE_NAMES = ("KV_TILE", "S2_TILE")
 
 
 def _sk02(ctx: Context) -> bool:
-    return bd.skeleton(ctx) == "SK-02"
+    return bd.skeleton(ctx) == ID
 
 
 def _names(expr: ast.AST) -> list[str]:
@@ -80,7 +77,7 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
             yield Hit(ctx.block_line("unroll_list"), f"unroll_list {block['unroll_list']!r}: SK-02 has no KV loop to unroll")
     if ctx.program is None:
         return
-    names = set(bd.sk01().param("accumulators"))
+    names = set(bd.catalog().card("SK-01").param("accumulators"))
     for node, _loops in ctx.program.walk():
         if node.loop_kind is not None:
             it = node.stmt.iter
@@ -93,7 +90,7 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
             yield Hit(node.line, "is_loop_begin / is_loop_end: SK-02 has no online-softmax branch")
         targets = [t.value if isinstance(t, ast.Subscript) else t for t in getattr(node.stmt, "targets", None) or []]
         hit = [t.id for t in targets if isinstance(t, ast.Name) and t.id in names]
-        if hit or _allocation(node, names) is not None:
+        if hit or allocation(node, names) is not None:
             yield Hit(node.line, f"accumulator {(hit or ['oi/li/mi'])[0]}: SK-02 carries no online state")
 
 
@@ -144,22 +141,3 @@ def _under_cond(ctx: Context, target: Node) -> bool:
         return None
 
     return bool(visit(ctx.program.nodes, False))
-
-
-@rule("AT-17-R4", "error", "pseudocode", "AT-17-R4 (when: SK-01; SK-02's gather_in_ub of [1, topk] is allowed)",
-      "an SK-01 design replaces the view + assemble page gather with gather_in_l1 / gather_in_ub",
-      bad="opdesign:\n  skeleton: SK-01\n...\nkj = gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)",
-      good="for i in range(PAGES_PER_TILE):\n    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n"
-           "    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)")
-def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
-    """SK-01's paged variants are built on the zero-copy ``view`` + ``assemble`` gather of AT-17; a
-    ``gather_in_l1`` / ``gather_in_ub`` there leaves that path. The prohibition is SK-01's only: an
-    SK-02 design loads its top-k rows with one ``gather_in_ub`` of ``[1, topk]`` (SK-02-R8), and a
-    design whose skeleton is unknown is not judged."""
-    if bd.skeleton(ctx) != "SK-01" or ctx.program is None:
-        return
-    forbidden = set(bd.catalog().card("AT-17").param("forbidden_in_sk01"))
-    for call, node, _loops in ctx.program.calls():
-        if call_name(call) in forbidden:
-            yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} in an SK-01 design: use the AT-17 "
-                                                         "view + assemble page gather")

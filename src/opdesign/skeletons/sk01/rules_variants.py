@@ -11,15 +11,16 @@ AT-08, AT-06 (domain.md §2, §5).
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
+from opdesign.skeletons.sk01 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name
 from opdesign.validate.registry import Context, Hit, rule
 
 
 def _applies(ctx: Context, key: str, value: str) -> bool:
-    return ctx.block is not None and bd.skeleton(ctx) == "SK-01" and ctx.block.get(key) == value
+    return ctx.block is not None and bd.skeleton(ctx) == ID and ctx.block.get(key) == value
 
 
 def _missing_atoms(ctx: Context, needed: tuple[str, ...]) -> list[str]:

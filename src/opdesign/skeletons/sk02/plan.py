@@ -4,8 +4,8 @@ A query token attends to the ``topk`` KV positions its indexer picked. When
 ``topk`` is a compile-time constant and the whole top-k row fits UB, C1 -> V1
 -> C2 run once per (batch, token, kv head, head tile): no KV loop, no
 online-softmax state, no ``loop_unroll`` (SK-02-R1..R3, AT-02). Otherwise
-:func:`estimate_sk02` hands the SPEC to ``estimate_sk01`` with
-``fallback_from="SK-02"`` and the evaluated conditions, the failed one named.
+:func:`estimate_sk02` returns the evaluated conditions as :class:`~opdesign.skeletons.base.Rejected`
+and the registry plans SK-01 with ``fallback_from="SK-02"``, the failed one named.
 
 Design decisions (documented here, rendered into DESIGN.md):
 
@@ -13,7 +13,7 @@ Design decisions (documented here, rendered into DESIGN.md):
   SK-02-COND-1 ``topk`` compile-time constant: no ``topk`` dynamic axis with
   ``lo < hi`` and one ``topk`` over all typical configs; ``S2_TILE =
   align16(topk)`` (SK-02-R1, C-TILE-02); SK-02-COND-2 the UB formula
-  :func:`opdesign.budget.single_pass_ub_budget` fits (plus L1 / L0) at some
+  :func:`opdesign.single_pass_ub_budget` fits (plus L1 / L0) at some
   head tile; SK-02-COND-3 the row reductions span ``ceil(S2_TILE / cols)``
   vector tiles and PyPTO reduces across them within the C-TILE-04 limit.
 * **Rows of one pass** (``q_tile``): query heads that share the KV head and the
@@ -41,21 +41,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, sqrt
 
-from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
-from opdesign.estimate import axis_hi, estimate_sk01
-from opdesign.estimate_parts import check_supported, config_entries, interfaces, spec_echo
-from opdesign.plan import (
-    Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, ExpansionOp, FormCheck, LoopRow, Module, Plan,
-    TensorSpec, Unroll, VecTile,
-)
+from opdesign.plan.buffers import l0_budgets, l1_budget
+from opdesign.plan.config import config_entries
+from opdesign.plan.fields import check_supported, spec_echo
+from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.models import (
+    Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, FormCheck, LoopRow, Module, Plan, TensorSpec, Unroll,
+    VecTile,
+)  # fmt: skip
+from opdesign.plan.tiles import align_up, axis_hi, cube_align
+from opdesign.skeletons.base import Rejected
+from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
 from opdesign.spec import Spec
 
-# Vector ops of one pass and their input counts. V1: AT-02 chain on [q_tile, S2_TILE]
-# (the divide only when normalising before PV); V2 on [q_tile, head_dim]; the two
-# index_select gathers of K and V on [S2_TILE, head_dim] (inputs: rows, indices).
-V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1))
-GATHER_OPS = (("index_select_k", 2), ("index_select_v", 2))
 SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
 
 
@@ -83,9 +82,9 @@ def normalisation(spec: Spec, s2_tile: int) -> str:
 
 def _cube_tiles(spec: Spec, q_tile: int, s2_tile: int, card: Card) -> dict[str, CubeTile]:
     safe = card.param("safe_cube_tile")
-    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
-    m = min(safe, budget.align_up(q_tile, align))
-    t = min(safe, budget.align_up(max(spec.shape.head_dim, s2_tile), align))
+    align = cube_align(spec.dtype)
+    m = min(safe, align_up(q_tile, align))
+    t = min(safe, align_up(max(spec.shape.head_dim, s2_tile), align))
     why = "one set_cube_tile_shapes outside the loops serves C1 and C2 (SK-02-R5; card tile_shapes.cube [128,128]x3, C-TILE-05)"
     return {
         "C1": CubeTile(stage="C1", m=(m, m), k=(t, t), n=(t, t), operand_dtype=spec.dtype,
@@ -111,11 +110,11 @@ def _vec_tiles(spec: Spec, q_tile: int, s2_tile: int, cube: dict[str, CubeTile])
 def _fit(spec: Spec, device: DeviceProfile, card: Card, q_tile: int, s2_tile: int) -> Fit:
     cube = _cube_tiles(spec, q_tile, s2_tile, card)
     vec = _vec_tiles(spec, q_tile, s2_tile, cube)
-    ub = budget.single_pass_ub_budget(device, q_tile=q_tile, s2_tile=s2_tile, head_dim=spec.shape.head_dim,
+    ub = single_pass_ub_budget(device, q_tile=q_tile, s2_tile=s2_tile, head_dim=spec.shape.head_dim,
                                       dtype=spec.dtype, vec=vec)
     nbuf = next(r.value for r in card.config if r.key == "pass_options.cube_nbuffer_setting")
-    l1 = budget.l1_budget(device, cube, max(nbuf.values()))  # deepest stage buffering, conservative
-    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+    l1 = l1_budget(device, cube, max(nbuf.values()))  # deepest stage buffering, conservative
+    l0 = [b for t in cube.values() for b in l0_budgets(device, t)]
     return Fit(q_tile, s2_tile, cube, vec, ub, l1, l0)
 
 
@@ -124,35 +123,13 @@ def best_fit(spec: Spec) -> Fit:
     cat = load_catalog()
     card, device = cat.card("SK-02"), cat.device(spec.device)
     s = spec.shape
-    s2_tile = budget.align_up(axis_hi(spec, "topk"), 16)
+    s2_tile = align_up(axis_hi(spec, "topk"), 16)
     q_tile = min(s.num_heads // s.num_kv_heads, card.param("safe_cube_tile"))
     fit = _fit(spec, device, card, q_tile, s2_tile)
     while fit.over and q_tile > 1:
         q_tile //= 2
         fit = _fit(spec, device, card, q_tile, s2_tile)
     return fit
-
-
-def single_pass_expansion(q_tile: int, s2_tile: int, head_dim: int, vec: dict[str, VecTile],
-                          traced_copies: int) -> Expansion:
-    """Per op ``ceil(view / tile) x (1 + inputs)`` for the gathers, V1 and V2 of one pass (C-TILE-04).
-
-    The gathers and V1 use the V1 TileShape, V2 its own; the divide sits in V1
-    when normalising before PV, in V2 after (:func:`normalisation`).
-    """
-    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
-    after = head_dim < s2_tile  # normalisation() == "after_pv"
-    table = ([("V1", name, k, (s2_tile, head_dim)) for name, k in GATHER_OPS]
-             + [("V1", name, k, (q_tile, s2_tile)) for name, k in V1_OPS + (() if after else (("div_l", 2),)) + (("cast_p", 1),)]
-             + [("V2", name, k, (q_tile, head_dim)) for name, k in ((("div_l", 2),) if after else ()) + (("cast_out", 1),)])
-    ops = []
-    for stage, name, k, (rows, cols) in table:
-        r, c = vec[stage].shape
-        n = ceil(rows / r) * ceil(cols / c)
-        ops.append(ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)))
-    worst = max(o.expressions for o in ops)
-    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops) * traced_copies,
-                     traced_copies=traced_copies, limit=limit, within_limit=worst <= limit)
 
 
 def _expansion(spec: Spec, fit: Fit, traced_copies: int) -> Expansion:
@@ -193,18 +170,18 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     ]
 
 
-def estimate_sk02(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
-    """Plan a ``mask: topk`` SPEC: SK-02 when its three conditions hold, else SK-01 naming the failed one.
+def estimate_sk02(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan | Rejected:
+    """Plan a ``mask: topk`` SPEC with SK-02 when its three conditions hold, else :class:`Rejected` with
+    the evaluated conditions (the registry then plans SK-01 and names the failed one).
 
     Raises:
-        SpecError: ``kv_cache`` / ``quant`` / ``layout`` outside SK-02's scope (field named), or
-            whatever ``estimate_sk01`` raises for the fallback.
+        SpecError: ``kv_cache`` / ``quant`` / ``layout`` outside SK-02's scope (field named).
     """
     check_supported(spec, SUPPORTED, "SK-02 (mask topk)")
     fit = best_fit(spec)
     checks = sk02_checks(spec, fit)
     if not all(c.passed for c in checks):
-        return estimate_sk01(spec, golden_module_count, fallback_from="SK-02", skeleton_checks=checks)
+        return Rejected(checks)
     return _plan(spec, fit, checks, golden_module_count)
 
 
@@ -268,7 +245,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         Decision(name="head_loop", value=head_kind, basis=head_basis,
                  source="SK-02 structure (few heads: range, many: pypto.loop), C-LOOP-01/02, C-TILE-04"),
     ]
-    config, entries = config_entries(spec, card)
+    config, entries = config_entries(spec, card, fallback=cat.card("SK-01"))
     rec = next(r for r in cat.card("SK-01").config if r.key == "runtime_options.ready_on_host_tensors")
     config["runtime_options"]["ready_on_host_tensors"] = ["kv_act_seqs"]
     entries = [e for e in entries if e.key != rec.key]
@@ -328,7 +305,7 @@ def _atoms(cat, norm: str) -> list[Choice]:
 
 
 def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
-    primary, outputs, _ = interfaces(spec)
+    primary, outputs = io_tensors(spec)
     primary += [TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"),
                 TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32")]
     out = outputs[0]

@@ -1,6 +1,6 @@
 """On-chip budgets and the expansion estimate of SK-16 backward (bytes, elements in).
 
-Shared by :mod:`opdesign.estimate_sk16` (tile fitting) and the validator, which
+Shared by :mod:`opdesign.skeletons.sk16.plan` (tile fitting) and the validator, which
 re-derives them from the ``opdesign:`` block (``rules_budget``). Square tiles:
 ``Q_TILE = KV_TILE = tile``. Sources: C-TILE-03 (capacity and resident tensors,
 per-op formula), the FAI static resource items (domain.md §7: result buffers,
@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from math import ceil
 
-from opdesign import budget
+from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS, l0_budgets, make_budget, make_expansion
+from opdesign.plan.buffers import vec_op_bytes
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
+from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
+from opdesign.plan.tiles import align_up
+from opdesign.spec import DTYPE_BYTES
 
 # Vector ops per stage with their input counts, and the view each runs on
 # ("s": [Q_TILE, KV_TILE] scores, "d": [tile, head_dim] rows). SK-16 stage table
@@ -28,16 +31,10 @@ def _item(name: str, nbytes: int, formula: str, source: str) -> BudgetItem:
     return BudgetItem(name=name, bytes=nbytes, formula=formula, source=source)
 
 
-def _make_budget(buffer: str, items: list[BudgetItem], capacity: int, capacity_source: str) -> Budget:
-    total = sum(i.bytes for i in items)
-    return Budget(buffer=buffer, items=items, total_bytes=total, capacity_bytes=capacity,
-                  capacity_source=capacity_source, fits=total <= capacity)
-
-
 def budgets(device: DeviceProfile, tile: int, head_dim: int, dtype: str, cube: dict[str, CubeTile],
             vec: dict[str, VecTile], passes: int) -> tuple[Budget, Budget, list[Budget]]:
     """(UB, L1, L0 list) of an SK-16 design with square ``tile``; the validator re-derives them from the block."""
-    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+    l0 = [b for t in cube.values() for b in l0_budgets(device, t)]
     return ub_budget(device, tile, head_dim, dtype, vec, passes), l1_budget(device, tile, cube), l0
 
 
@@ -45,12 +42,12 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
     """UB bytes per vector sub-block for one SK-16 block pair; rows split over ``aiv_per_aic`` (FAI CV_RATIO)."""
     counts = load_catalog().constraint("C-TILE-03").param("tensor_count")
     align = load_catalog().constraint("C-TILE-02").param("align_bytes")
-    cv, d, acc, nbuf = device.aiv_per_aic, head_dim, budget.ACC_BYTES, budget.RESULT_BUFFERS
-    in_bytes = budget.DTYPE_BYTES[dtype]
+    cv, d, acc, nbuf = device.aiv_per_aic, head_dim, ACC_BYTES, RESULT_BUFFERS
+    in_bytes = DTYPE_BYTES[dtype]
     rows = ceil(tile / cv)
-    d64 = budget.align_up(d, 64)
-    v1 = budget.vec_op_bytes(vec["V1"], counts["binary"])
-    v2 = budget.vec_op_bytes(vec["V2"], counts["reduce"])
+    d64 = align_up(d, 64)
+    v1 = vec_op_bytes(vec["V1"], counts["binary"])
+    v2 = vec_op_bytes(vec["V2"], counts["reduce"])
     items = [
         _item("stats_rows", 3 * rows * align, f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
               "SK-16-R2 l/m read from inputs, C-TILE-02 32 B tail"),
@@ -68,32 +65,29 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
     if passes == 2:
         items.append(_item("acc_resident", 2 * rows * d * acc, f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
                            "backward decision table (two pass: UB accumulators), C-LOOP-06"))
-    return _make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
+    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
 
 
 def l1_budget(device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Budget:
     """L1 bytes: Q, K, V, dO tiles (C1 and C2 operands) plus P and dS at the FAI pipeline depth."""
-    b = budget.DTYPE_BYTES[cube["C2"].operand_dtype]
+    b = DTYPE_BYTES[cube["C2"].operand_dtype]
     dk = cube["C1"].k[1]
-    depth = budget.KERNEL_TASK_NUM
+    depth = KERNEL_TASK_NUM
     items = [
         _item("q_k_v_do_tiles", 4 * tile * dk * b, f"4 tiles (Q, K, V, dO) x {tile} x kL1 {dk} x {b} B",
               "SK-16 C1/C2 operands, C-TILE-05 [L0, L1] tiles"),
         _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
               "FAI MM2_LEFT_SIZE (domain.md §7), SK-16 C2 operands"),
     ]
-    return _make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
+    return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
 
 
 def expansion(vec: dict[str, VecTile], passes: int) -> Expansion:
     """Per-op ``ceil(view / tile) x (1 + inputs)`` (C-TILE-04 estimate); "d" ops use the V2 TileShape."""
-    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
     ops = []
     for stage, table in (("V1", V1_OPS), ("V2", V2_OPS + (TWO_PASS_V2_OPS if passes == 2 else ()))):
         for name, inputs, view in table:
             t = vec["V1" if view == "s" else "V2"]
             n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
             ops.append(ExpansionOp(stage=stage, op=name, inputs=inputs, tiles=n, expressions=n * (1 + inputs)))
-    worst = max(o.expressions for o in ops)
-    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops), traced_copies=1,
-                     limit=limit, within_limit=worst <= limit)
+    return make_expansion(ops, 1)

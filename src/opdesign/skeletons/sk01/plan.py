@@ -2,8 +2,8 @@
 
 SK-01 covers forward attention with mask ``none`` / ``causal`` /
 ``sliding_window`` / ``tensor``, contiguous or paged KV (AT-17), no quantization
-or FP8 P·V (AT-08 / AT-06), MHA / GQA / MQA. ``mask: topk`` goes to SK-02 and
-``direction: backward`` to SK-16 (see :func:`estimate`).
+or FP8 P·V (AT-08 / AT-06), MHA / GQA / MQA; ``mask: topk`` when SK-02's
+conditions fail (the registry, :mod:`opdesign.skeletons.registry`, falls back here).
 
 Numbers read from the catalog (never hard-coded here): SK-01 ``parameters``
 (performance-form thresholds, safe tiles), C-TILE-02 ``align_bytes``,
@@ -15,57 +15,43 @@ from __future__ import annotations
 
 from math import ceil, sqrt
 
-from opdesign import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate_parts import (
-    check_supported,
-    spec_echo,
-    batch_lengths,
-    choose_cube_tiles,
-    choose_vec_tiles,
-    config_entries,
-    expansion,
-    form_checks,
-    interfaces,
-    loop_rows,
-    state_rows,
-)
-from opdesign.estimate_variants import balance, choose_unroll, fp8_tolerance, kv_block_ranges, sk01_variant
-from opdesign.plan import Choice, Decision, Plan
+from opdesign.plan.blocks import balance, kv_block_ranges
+from opdesign.plan.buffers import l0_budgets, l1_budget
+from opdesign.plan.config import config_entries
+from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
+from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.models import Choice, Decision, Plan
+from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
+from opdesign.skeletons.sk01.budget import ub_budget
+from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
+from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
 from opdesign.spec import Spec
 
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND")}
 
 
-def axis_hi(spec: Spec, name: str) -> int:
-    """Upper bound of an axis: the dynamic range's ``hi`` or the typical shape value."""
-    for axis in spec.dynamic_axes:
-        if axis.name == name:
-            return max(axis.range[1], getattr(spec.shape, name))
-    return getattr(spec.shape, name)
-
-
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
-    align = load_catalog().constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    align = cube_align(spec.dtype)
     safe = sk01.param("safe_cube_tile")
     sq, skv = axis_hi(spec, "seq_q"), axis_hi(spec, "seq_kv")
     if form == "performance":
         per_head = sk01.param("perf_q_tiles_per_head")
-        q_tile = budget.align_up(ceil(sq / per_head), align)
+        q_tile = align_up(ceil(sq / per_head), align)
         max_static = sk01.param("static_kv_max_tiles")
-        kv_tile = budget.align_up(ceil(skv / max_static), max(safe, spec.shape.block_size or 1))
+        kv_tile = align_up(ceil(skv / max_static), max(safe, spec.shape.block_size or 1))
         return q_tile, kv_tile, [
             Decision(name="q_tile", value=q_tile, basis=f"align16(ceil(seq_q {sq} / {per_head})): at most {per_head} Q tiles per (batch, head)",
                      source="SK-01 perf invariant 1"),
             Decision(name="kv_tile", value=kv_tile, basis=f"align{safe}(ceil(seq_kv {skv} / {max_static})): k_tile_count <= {max_static} so the K loop is a static range",
                      source="SK-01 perf invariant 2"),
         ]
-    q_tile = min(safe, budget.align_up(sq, align))
-    kv_tile = min(safe, budget.align_up(skv, align))
+    q_tile = min(safe, align_up(sq, align))
+    kv_tile = min(safe, align_up(skv, align))
     if spec.kv_cache == "paged":
-        kv_tile = budget.align_up(kv_tile, spec.shape.block_size)
+        kv_tile = align_up(kv_tile, spec.shape.block_size)
         return q_tile, kv_tile, [
             Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
                      source="SK-01 safe baseline"),
@@ -92,34 +78,16 @@ def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device):
     """Cube and vector tiles for (q_tile, kv_tile) and the UB, L1 and L0 budgets they imply."""
     cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
     vec = choose_vec_tiles(spec, form, q_tile, kv_tile, cube, device, sk01)
-    ub = budget.ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim,
+    ub = ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim,
                           resident_state=form == "baseline", cube=cube, vec=vec)
     nbuf = next((r.value for r in sk01.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when), {-1: 1})
-    l1 = budget.l1_budget(device, cube, nbuf.get(-1, 1))  # SK-01 cube_nbuffer_setting {-1: n}
-    l0 = [b for t in cube.values() for b in budget.l0_budgets(device, t)]
+    l1 = l1_budget(device, cube, nbuf.get(-1, 1))  # SK-01 cube_nbuffer_setting {-1: n}
+    l0 = [b for t in cube.values() for b in l0_budgets(device, t)]
     return cube, vec, ub, l1, l0
 
 
 def _over(ub, l1, l0) -> list:
     return [b for b in [ub, l1, *l0] if not b.fits]
-
-
-def estimate(spec: Spec, golden_module_count: tuple[int, str] | None = None) -> Plan:
-    """Decide the whole design of a SPEC: pick the skeleton, then plan it.
-
-    ``direction: backward`` -> SK-16 (``estimate_sk16``); ``mask: topk`` -> SK-02
-    when its conditions hold, else SK-01 with the failed condition named
-    (``estimate_sk02``); everything else -> SK-01 (:func:`estimate_sk01`).
-    """
-    if spec.direction == "backward":
-        from opdesign.estimate_sk16 import estimate_sk16
-
-        return estimate_sk16(spec, golden_module_count)
-    if spec.mask == "topk":
-        from opdesign.estimate_sk02 import estimate_sk02
-
-        return estimate_sk02(spec, golden_module_count)
-    return estimate_sk01(spec, golden_module_count)
 
 
 def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None, **overrides) -> Plan:
@@ -141,7 +109,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     sk01 = cat.card("SK-01")
     device = cat.device(spec.device)
     s = spec.shape
-    q_tile_perf = budget.align_up(ceil(axis_hi(spec, "seq_q") / sk01.param("perf_q_tiles_per_head")), 16)
+    q_tile_perf = align_up(ceil(axis_hi(spec, "seq_q") / sk01.param("perf_q_tiles_per_head")), 16)
     checks = form_checks(spec, sk01, q_tile_perf)
     form = "performance" if all(c.passed for c in checks) else "baseline"
     failed = [c for c in checks if not c.passed]
@@ -201,7 +169,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     ]
     if spec.kv_cache == "paged":
         bs = s.block_size
-        counts.append(Decision(name="seq_kv_paged", value=budget.align_up(s.seq_kv, bs),
+        counts.append(Decision(name="seq_kv_paged", value=align_up(s.seq_kv, bs),
                                basis=f"RoundUp(seq_kv {s.seq_kv}, block_size {bs}): tiling statistics count whole pages",
                                source="FAI paged attention (domain.md §7), AT-17"))
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=f"kv_tile {kv_tile} // block_size {bs}",
@@ -211,7 +179,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
                                basis=f"max / mean valid KV blocks per core over {bal.cores} cores",
                                source="FAI load balance (domain.md §7)"))
     config, entries = config_entries(spec, sk01)
-    primary, outputs, modules = interfaces(spec)
+    primary, outputs = io_tensors(spec)
+    modules = [module(spec, primary, outputs[0])]
     if golden_module_count is not None:
         module_count, module_reason = golden_module_count
     else:
@@ -244,22 +213,6 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         **overrides,
     )
     return plan
-
-
-def with_tuning(spec: Spec, plan: Plan) -> Plan:
-    """The plan plus the cost-model rank of its tiles and the next best legal candidates.
-
-    Only SK-01 plans are ranked (the cost model covers the C1-V1-C2-V2 loop);
-    other plans come back unchanged. Kept out of :func:`estimate` so that a plain
-    estimate stays fast and numpy-free; ``opdesign new`` calls it.
-    """
-    if plan.skeleton.id != "SK-01":
-        return plan
-    from opdesign.costmodel import rank_candidates, tuning_candidates
-
-    ranking = rank_candidates(spec, top=1, plan=plan)
-    return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
-                                   "tuning": tuning_candidates(spec, plan, n=3)})
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:

@@ -1,0 +1,76 @@
+"""What a skeleton package provides to the core: one :class:`Skeleton` object per package.
+
+The core (pipeline, render, validate, agent, cli) reads these attributes and never compares
+skeleton ids: the template folder, whether the cost model ranks the plans, the numerical notes of
+the interface file, the validator rule modules, and the budgets the validator re-derives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opdesign.catalog import DeviceProfile
+from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, VecTile
+from opdesign.spec import Spec
+
+GoldenCount = tuple[int, str] | None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A skeleton's applicability conditions failed (``checks`` holds them all, the failed ones with
+    ``passed=False``); the registry hands the SPEC to the fallback skeleton."""
+
+    checks: list[FormCheck]
+
+
+@dataclass(frozen=True)
+class BlockTiles:
+    """The figures of a DESIGN.md ``opdesign:`` block the budgets are re-derived from.
+
+    ``None`` is a missing or malformed value (the validator's accessors read it so).
+    """
+
+    device: DeviceProfile | None
+    cube: dict[str, CubeTile] | None
+    vec: dict[str, VecTile] | None
+    form: str | None
+    dtype: str | None
+    quant: str | None
+    q_tile: int | None
+    kv_tile: int | None
+    head_dim: int | None
+    passes: int
+    cube_nbuffer: int
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A registered skeleton.
+
+    Attributes:
+        id: the card id (``SK-01``).
+        template_dir: folder under ``templates/`` with its DESIGN sections, pseudocode and scaffold.
+        applies: whether a SPEC belongs to this skeleton (before its own conditions are checked).
+        plan: SPEC (+ golden module count, + Plan overrides of a fallback) -> Plan, or
+            :class:`Rejected` when its conditions fail.
+        numerical_notes: the ``numerical_notes`` of ``eval/module_interfaces.yaml`` for a plan.
+        rule_modules: module names of its validator rules (imported by the rule collection).
+        rederive_budgets: (UB, L1) re-derived from a block, or None when the block lacks a figure.
+        rederive_expansion: the C-TILE-04 estimate re-derived from a block with valid V1/V2 tiles,
+            ``q_tile``, ``kv_tile`` and ``head_dim``.
+        ranked: the cost model (:mod:`opdesign.costmodel`) ranks its plans.
+        cube_in_vector_scope: its pseudocode keeps matmuls inside one ``sg_set_scope`` (AT-21 exception).
+    """
+
+    id: str
+    template_dir: str
+    applies: Callable[[Spec], bool]
+    plan: Callable[..., Plan | Rejected]
+    numerical_notes: Callable[[Plan], list[str]]
+    rule_modules: tuple[str, ...]
+    rederive_budgets: Callable[[BlockTiles], tuple[Budget, Budget] | None]
+    rederive_expansion: Callable[[BlockTiles], Expansion]
+    ranked: bool = False
+    cube_in_vector_scope: bool = False

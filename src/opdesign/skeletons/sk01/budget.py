@@ -1,0 +1,75 @@
+"""UB budget of one SK-01 forward task (bytes per vector sub-block).
+
+Sources: C-TILE-03 (estimate from the device capacity and the real resident
+tensors; per-op formula with ``tensor_count``), SK-01's structural table
+(resident ``oi``), and the FlashAttention-Infer static resource items
+(domain.md §7). L1 and L0 budgets are shared: :mod:`opdesign.plan.buffers`.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from opdesign.catalog import DeviceProfile, load_catalog
+from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, vec_op_bytes
+from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile
+from opdesign.plan.tiles import align_up
+
+
+def ub_budget(
+    device: DeviceProfile,
+    *,
+    q_tile: int,
+    head_dim: int,
+    resident_state: bool,
+    cube: dict[str, CubeTile],
+    vec: dict[str, VecTile],
+) -> Budget:
+    """UB bytes per vector sub-block (AIV) for one SK-01 forward task.
+
+    ``resident_state`` is True when oi/li/mi are explicit buffers (safe baseline)
+    and False for SSA re-binding (performance form, SK-01 invariant 3: no
+    resident buffer). Rows split over the ``aiv_per_aic`` sub-blocks as in the
+    FAI kernel (``qSeqBase / CV_RATIO``).
+    """
+    tiling = load_catalog().constraint("C-TILE-03")
+    counts = tiling.param("tensor_count")
+    align = load_catalog().constraint("C-TILE-02").param("align_bytes")
+    cv = device.aiv_per_aic
+    rows = ceil(q_tile / cv)
+    items: list[BudgetItem] = []
+    if resident_state:
+        items += [
+            BudgetItem(name="oi_resident", bytes=rows * head_dim * ACC_BYTES,
+                       formula=f"ceil(q_tile/{cv}) x head_dim x 4 = {rows} x {head_dim} x 4",
+                       source="SK-01 structural table (resident oi), SK-01-R6 FP32"),
+            BudgetItem(name="li_resident", bytes=rows * align,
+                       formula=f"ceil(q_tile/{cv}) x {align} B (a [M,1] row padded to 32 B)",
+                       source="SK-01-R2 accumulators, C-TILE-02 32 B tail"),
+            BudgetItem(name="mi_resident", bytes=rows * align,
+                       formula=f"ceil(q_tile/{cv}) x {align} B (a [M,1] row padded to 32 B)",
+                       source="SK-01-R2 accumulators, C-TILE-02 32 B tail"),
+        ]
+    v1 = vec_op_bytes(vec["V1"], counts["reduce"])
+    v2 = vec_op_bytes(vec["V2"], counts["binary"])
+    items.append(BudgetItem(
+        name="vector_op_peak", bytes=max(v1, v2),
+        formula=f"max(V1 reduce {vec['V1'].shape[0]}x{vec['V1'].shape[1]}x4x{counts['reduce']}, "
+                f"V2 binary {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['binary']})",
+        source="C-TILE-03 per-op formula (tensor_count reduce/binary)"))
+    c1, c2 = cube["C1"], cube["C2"]
+    q_base, kv_base = c1.m[1], c1.n[1]
+    half = ceil(q_base / cv)
+    items += [
+        BudgetItem(name="MM1_RESULT_SIZE", bytes=half * kv_base * ACC_BYTES * RESULT_BUFFERS,
+                   formula=f"qSeqBase/CV_RATIO x kvSeqBase x 4 x {RESULT_BUFFERS} = {half} x {kv_base} x 4 x 2",
+                   source="FAI static resources (domain.md §7)"),
+        BudgetItem(name="MM2_RESULT_SIZE",
+                   bytes=ceil(c2.m[1] / cv) * align_up(head_dim, 64) * ACC_BYTES * RESULT_BUFFERS,
+                   formula=f"qSeqBase/CV_RATIO x Align64(embedBase) x 4 x {RESULT_BUFFERS}",
+                   source="FAI static resources (domain.md §7)"),
+        BudgetItem(name="SHARE_UB_SIZE", bytes=ceil(q_base / 2) * ACC_BYTES,
+                   formula=f"CeilDiv(qSeqBase, 2) x 4 = {ceil(q_base / 2)} x 4",
+                   source="FAI static resources (domain.md §7)"),
+    ]
+    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")

@@ -1,0 +1,147 @@
+"""Building blocks of the SK-01 plan (:func:`opdesign.skeletons.sk01.plan.estimate_sk01`): form checks,
+vector tiles, the expansion estimate, loop and state rows, the module (pure functions).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+from typing import TYPE_CHECKING
+
+from opdesign.catalog import Card, DeviceProfile, load_catalog
+from opdesign.plan.buffers import make_expansion
+from opdesign.plan.models import CubeTile, Expansion, ExpansionOp, FormCheck, LoopRow, Module, StateRow, TensorSpec, VecTile
+from opdesign.plan.tiles import align_up, vec_cols_v2
+from opdesign.skeletons.sk01.budget import ub_budget
+
+if TYPE_CHECKING:
+    from opdesign.spec import Spec
+
+# Vector ops of each stage and their input counts (AT-01 per-block chain; V2 is
+# the accumulator rescale after C2, FAI "RescaleO").
+V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
+V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
+# AT-08 before C2 (row amax, scale, cast to FP8) and AT-06 after it (two dequant multiplies).
+FP8_V1_OPS = (("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
+FP8_V2_OPS = (("mul_p_inv_scale", 2), ("mul_v_channel_scale", 2))
+
+
+def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
+    """The four SK-01 performance-form conditions, evaluated on the SPEC's typical shape."""
+    s = spec.shape
+    kv_axis = next((a for a in spec.dynamic_axes if a.name == "seq_kv"), None)
+    if kv_axis is None:
+        c1 = (True, f"seq_kv fixed at {s.seq_kv}")
+    elif not kv_axis.uniform:
+        c1 = (False, f"seq_kv is non-uniform varlen in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+    else:
+        c1 = (kv_axis.range[0] == kv_axis.range[1], f"seq_kv dynamic in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+    dims = sk01.param("perf_head_dims")
+    lo, hi = sk01.param("perf_root_range")
+    roots = s.batch * s.num_heads * ceil(s.seq_q / q_tile_perf)
+    ratio_min = sk01.param("perf_ratio_min")
+    perf = spec.performance
+    c4 = (perf is not None and perf.ratio > ratio_min,
+          "no performance target in the SPEC" if perf is None
+          else f"current {perf.current_us:.10g} us / baseline {perf.baseline_us:.10g} us = {perf.ratio:.1f}x")
+    src = "SK-01 performance-oriented form, condition "
+    return [
+        FormCheck(id="SK-01-PERF-1", condition="K-side length is a uniform compile-time constant",
+                  observed=c1[1], passed=c1[0], source=src + "1"),
+        FormCheck(id="SK-01-PERF-2", condition=f"head_dim in {dims}", observed=f"head_dim = {s.head_dim}",
+                  passed=s.head_dim in dims, source=src + "2"),
+        FormCheck(id="SK-01-PERF-3", condition=f"root_count with Q_TILE = seq_q/2 in [{lo}, {hi}]",
+                  observed=f"Q_TILE = align16(seq_q hi / 2) = {q_tile_perf}; batch {s.batch} x num_heads {s.num_heads} "
+                           f"x ceil(seq_q {s.seq_q} / {q_tile_perf}) = {roots}",
+                  passed=lo <= roots <= hi, source=src + "3"),
+        FormCheck(id="SK-01-PERF-4", condition=f"performance target more than {ratio_min}x from the baseline",
+                  observed=c4[1], passed=c4[0], source=src + "4"),
+    ]
+
+
+def choose_vec_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, cube: dict[str, CubeTile],
+                     device: DeviceProfile, sk01: Card) -> dict[str, VecTile]:
+    """V1 (softmax chain on ``[q_tile, kv_tile]`` FP32) and V2 (rescale on ``[q_tile, head_dim]`` FP32).
+
+    Columns are multiples of 16 elements so both FP32 (8) and the BF16/FP16 cast
+    of P (16) meet C-TILE-02. Safe baseline: the smallest tile of the
+    ``safe_vec_range``. Performance form: the largest power-of-two tile whose UB
+    total fits (C-TILE-03) and whose per-op expansion stays within C-TILE-04.
+    """
+    lo, hi = sk01.param("safe_vec_range")
+    d = spec.shape.head_dim
+    limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
+    tiles = lambda r, c: vec_tiles(spec, q_tile, kv_tile, r, c)  # noqa: E731
+
+    if form == "baseline":
+        return tiles(min(lo, q_tile) if q_tile >= 16 else 16, min(hi, align_up(kv_tile, 16)))
+    best = None
+    for r in (16, 32, 64):
+        c = 64
+        while c <= kv_tile:
+            cand = tiles(r, c)
+            ub = ub_budget(device, q_tile=q_tile, head_dim=d, resident_state=False, cube=cube, vec=cand)
+            if ub.fits and expansion(q_tile, kv_tile, d, cand, 1).max_per_op <= limit:
+                key = (r * c, c)
+                if best is None or key > best[0]:
+                    best = (key, cand)
+            c *= 2
+    return best[1] if best else tiles(lo, min(hi, kv_tile))
+
+
+def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> dict[str, VecTile]:
+    """V1 ``[rows, cols]`` over the ``[q_tile, kv_tile]`` scores and V2 ``[rows, vec_cols_v2]`` over ``[q_tile, head_dim]``."""
+    d = spec.shape.head_dim
+    return {
+        "V1": VecTile(stage="V1", shape=(rows, cols), dtype="fp32", view=(q_tile, kv_tile),
+                      reason="softmax chain on S in FP32; columns 16-aligned for the FP32 ops and the P cast (C-TILE-02)"),
+        "V2": VecTile(stage="V2", shape=(rows, vec_cols_v2(d)), dtype="fp32", view=(q_tile, d),
+                      reason="accumulator rescale on [q_tile, head_dim] in FP32 (C-TILE-08: new shape, new TileShape)"),
+    }
+
+
+def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int,
+              fp8: bool = False) -> Expansion:
+    """Per-op ``ceil(view / tile) x (1 + inputs)`` for V1 and V2 (C-TILE-04 / quick-reference formula)."""
+    ops = []
+    tables = (("V1", V1_OPS + (FP8_V1_OPS if fp8 else ())), ("V2", V2_OPS + (FP8_V2_OPS if fp8 else ())))
+    for stage, table in tables:
+        t = vec[stage]
+        n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
+        ops += [ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)) for name, k in table]
+    return make_expansion(ops, traced_copies)
+
+
+def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:
+    kv_construct = {"range": "Python range (static, <= 8 tiles)", "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
+    return [
+        LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
+        LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",
+                dependence=f"independent; kv head = h_idx // {spec.shape.num_heads // spec.shape.num_kv_heads}"),
+        LoopRow(name="q_idx", loop_kind="pypto.loop", bound="ceildiv(seq_q, Q_TILE)", step="Q_TILE rows",
+                dependence="independent (one root each)"),
+        LoopRow(name="kv_idx", loop_kind=kv_construct, bound="ceildiv(seq_kv, KV_TILE)", step="KV_TILE columns",
+                dependence="carries mi/li/oi (online softmax)"),
+    ]
+
+
+def state_rows(spec: Spec, q_tile: int, form: str) -> list[StateRow]:
+    d = spec.shape.head_dim
+    init = "first block: bound to the block's value (SSA)" if form == "performance" else "first block branch (is_loop_begin)"
+    return [
+        StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": mij",
+                 update="mnew = max(mi, mij)", final_use="m output / rescale"),
+        StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": lij",
+                 update="alpha*li + beta*lij", final_use="o = oi / li on the last block"),
+        StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=init + ": oij",
+                 update="alpha*oi + beta*oij", final_use=f"cast to {spec.dtype}, assemble into attn_out"),
+    ]
+
+
+def module(spec: Spec, inputs: list[TensorSpec], out: TensorSpec) -> Module:
+    """The one SK-01 module: the whole C1 -> V1 -> C2 loop nest (CANNBot interface format)."""
+    return Module(
+        id=1, name=f"{spec.op_name}_sk01",
+        description="C1 QK^T -> V1 online softmax -> C2 PV over KV tiles, FP32 state, cast on the last block",
+        inputs=[{"name": t.name, "source": "primary"} for t in inputs],
+        outputs=[{"name": out.name, "shape": out.shape, "dtype": out.dtype}],
+    )
