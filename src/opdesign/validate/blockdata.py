@@ -10,6 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from opdesign.catalog import load_catalog
+from opdesign.plan.models import CubeTile, VecTile
+from opdesign.skeletons.base import Skeleton
+from opdesign.skeletons.registry import FALLBACK, find
+from opdesign.spec import DTYPE_BYTES
 from opdesign.validate.registry import Context
 
 #: Largest tile or size value taken as a number; bigger ones are reported by C-TILE-06.
@@ -32,13 +37,7 @@ def pos_int(value: Any, limit: int = MAX_VALUE) -> int | None:
 
 
 def catalog():
-    from opdesign.catalog import load_catalog
-
     return load_catalog()
-
-
-def sk01():
-    return catalog().card("SK-01")
 
 
 def constraint(constraint_id: str):
@@ -58,11 +57,12 @@ def is_fp32(name: Any) -> bool:
 
 
 def accumulator_names(ctx: Context) -> list[str]:
-    """Names of the loop-carried accumulators: the block's ``accumulators`` keys, else SK-01's list."""
+    """Names of the loop-carried accumulators: the block's ``accumulators`` keys, else the fallback
+    skeleton's (SK-01) card list."""
     accs = (ctx.block or {}).get("accumulators")
     if isinstance(accs, dict) and accs:
         return [str(k) for k in accs]
-    return list(sk01().param("accumulators"))
+    return list(catalog().card(FALLBACK.id).param("accumulators"))
 
 
 def _pair(value: Any) -> tuple[int, int] | None:
@@ -75,9 +75,6 @@ def _pair(value: Any) -> tuple[int, int] | None:
 
 def cube_tiles(ctx: Context) -> dict[str, Any] | None:
     """``{stage: plan.CubeTile}`` when every cube tile of the block is well-formed, else None."""
-    from opdesign.budget import DTYPE_BYTES
-    from opdesign.plan import CubeTile
-
     raw = (ctx.block or {}).get("cube_tiles")
     if not isinstance(raw, dict) or not raw:
         return None
@@ -95,9 +92,6 @@ def cube_tiles(ctx: Context) -> dict[str, Any] | None:
 
 def vec_tiles(ctx: Context) -> dict[str, Any] | None:
     """``{stage: plan.VecTile}`` when every vector tile of the block is well-formed, else None."""
-    from opdesign.budget import DTYPE_BYTES
-    from opdesign.plan import VecTile
-
     raw = (ctx.block or {}).get("vec_tiles")
     if not isinstance(raw, dict) or not raw:
         return None
@@ -150,14 +144,16 @@ def table_skeleton(ctx: Context) -> str | None:
 def skeleton(ctx: Context) -> str | None:
     """The design's skeleton: the block's ``skeleton`` when it is a known id; else (no block, or a
     malformed / unknown value, which OD-NUM-02 reports) the first SK id of the decisions chapter's
-    selection table; else None (unknown: the SK-01 rules apply, see :func:`is_sk01`). A bad value in the
-    block therefore never switches rules off."""
+    selection table; else None (unknown: the fallback skeleton's rules apply, see :func:`rules_skeleton`).
+    A bad value in the block therefore never switches rules off."""
     return block_skeleton(ctx) or table_skeleton(ctx)
 
 
-def is_sk01(ctx: Context) -> bool:
-    """SK-01 rules apply: the skeleton is SK-01, or unknown (a hand-written design without a selection)."""
-    return skeleton(ctx) in (None, "SK-01")
+def rules_skeleton(ctx: Context) -> Skeleton | None:
+    """The registered skeleton whose formulas the rules use: the design's, or the fallback (SK-01) when
+    it names none; None when it names a skeleton without a package."""
+    name = skeleton(ctx)
+    return FALLBACK if name is None else find(name)
 
 
 def cell_int(text: str) -> int | None:

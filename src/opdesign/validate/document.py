@@ -4,7 +4,7 @@
   :mod:`opdesign.validate.yamlsafe` (lines are file lines);
 - headings with their level and line; a heading inside fenced code is code;
 - chapters: headings matched against the CANNBot chapter names
-  (``opdesign.headings.HEADINGS``, English and Chinese, case-insensitive; the
+  (``opdesign.render.headings.HEADINGS``, English and Chinese, case-insensitive; the
   English or Chinese half of the bilingual ``验证方案 / Verification Plan``
   alone also matches; a leading section number such as ``5.`` is ignored);
 - tables (header cells, body rows with lines, the enclosing chapter);
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from opdesign.render.headings import HEADINGS
 from opdesign.validate import yamlsafe
 
 _DIRECTIVE = re.compile(r"<!--\s*opdesign:\s*disable\s*=\s*([A-Za-z0-9_,\- ]+?)\s*-->")
@@ -130,9 +131,7 @@ def _normalise(text: str) -> str:
 
 @cache
 def chapter_names() -> dict[str, str]:
-    """Normalised heading text -> chapter key, from ``opdesign.headings.HEADINGS`` (both languages)."""
-    from opdesign.headings import HEADINGS
-
+    """Normalised heading text -> chapter key, from ``opdesign.render.headings.HEADINGS`` (both languages)."""
     names: dict[str, str] = {}
     for table in HEADINGS.values():
         for key, title in table.items():

@@ -21,7 +21,8 @@ from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
-from opdesign.validate.registry import Context, all_rules, get_rule
+from opdesign.validate.collect import all_rules, get_rule
+from opdesign.validate.registry import Context
 
 #: Size limit of one input (DESIGN.md or interface file). Generated designs are 18-24 KB (about 350
 #: lines), so 256 KiB leaves more than 10x room. markdown-it-py costs up to ~8 us per byte on adversarial

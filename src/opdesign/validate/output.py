@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from opdesign.validate.model import Report
-from opdesign.validate.registry import all_rules
+from opdesign.validate.collect import all_rules, get_rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -105,8 +105,6 @@ FORMATTERS = {"text": format_text, "json": format_json, "sarif": format_sarif}
 
 def rule_text(rule_id: str) -> str | None:
     """Human view of one validator rule (``opdesign rules ID``): header, explanation, bad and good example."""
-    from opdesign.validate.registry import get_rule
-
     r = get_rule(rule_id)
     if r is None:
         return None

@@ -15,6 +15,7 @@ the real one; without a kernel block, the longest fence is read.
 from __future__ import annotations
 
 import ast
+from typing import Any
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -383,3 +384,15 @@ def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
     visit(program.nodes, top)
     close(top, "by the end of the code")
     return result
+
+
+ALLOCATORS = frozenset({"tensor", "full", "zeros", "empty", "ones"})
+
+
+def allocation(node: Any, names: set[str]) -> Any:
+    """The allocation call of ``acc = pypto.tensor|full|zeros(...)`` for an accumulator name, else None."""
+    s = node.stmt
+    if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id in names and isinstance(s.value, ast.Call) and call_name(s.value) in ALLOCATORS):
+        return s.value
+    return None

@@ -1,5 +1,8 @@
 """The rule registry: one small :class:`Rule` per check, registered once with :func:`rule`.
 
+A leaf module: the rule modules (here and in the skeleton packages) import it; collecting them
+all is :mod:`opdesign.validate.collect`'s job.
+
 A rule has an id (a constraint or card id when it enforces exactly that one,
 else ``OD-DOC-nn`` / ``OD-IF-nn`` / ``OD-NUM-nn`` / ``OD-PC-nn``), a level
 (error / warning / info), the card or constraint it enforces (``source``), a
@@ -15,7 +18,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from opdesign.validate.document import Document
@@ -24,8 +26,6 @@ from opdesign.validate.pseudocode import Program
 from opdesign.validate.yamlsafe import Loaded
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
-RULE_MODULES = ("rules_document", "rules_interfaces", "rules_numbers", "rules_budget", "rules_perf",
-                "rules_pseudocode", "rules_sk16", "rules_sk02", "rules_variants")
 
 
 @dataclass(frozen=True)
@@ -81,18 +81,9 @@ def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, 
     return register
 
 
-@cache
-def all_rules() -> dict[str, Rule]:
-    """Every registered rule by id, in family order then id (imports the rule modules once)."""
-    import importlib
-
-    for name in RULE_MODULES:
-        importlib.import_module(f"opdesign.validate.{name}")
+def registered() -> dict[str, Rule]:
+    """The rules registered so far, by id, in family order then id."""
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (FAMILIES.index(kv[1].family), kv[0])))
-
-
-def get_rule(rule_id: str) -> Rule | None:
-    return all_rules().get(rule_id.strip().upper())
 
 
 @dataclass

@@ -2,8 +2,8 @@
 and the pseudocode's tile constants held against the block.
 
 Sources: C-TILE-03 (budgets from the device capacity and the real resident
-tensors; formulas in :mod:`opdesign.budget`), C-TILE-04 (expansion estimate,
-:func:`opdesign.estimate_parts.expansion`), and the design principle that the
+tensors; formulas in :mod:`opdesign.plan.buffers` and each skeleton package),
+C-TILE-04 (expansion estimate, ``Skeleton.rederive_expansion``), and the design principle that the
 ``opdesign:`` block, the tables and the pseudocode state one design.
 """
 
@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from opdesign.plan.buffers import l0_budgets
+from opdesign.skeletons.base import BlockTiles
+from opdesign.skeletons.registry import FALLBACK
+from opdesign.spec import DTYPE_BYTES
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value
 from opdesign.validate.registry import Context, Hit, rule
@@ -22,46 +26,39 @@ BYTES_COLUMN = ("bytes", "字节", "size", "大小")
 
 
 def _cube_nbuffer(ctx: Context) -> int:
-    """``cube_nbuffer`` of the block if given, else SK-01's recommended ``cube_nbuffer_setting`` ({-1: n})."""
+    """``cube_nbuffer`` of the block if given, else the fallback skeleton's (SK-01) recommended
+    ``cube_nbuffer_setting`` ({-1: n})."""
     stated = bd.pos_int((ctx.block or {}).get("cube_nbuffer"))
     if stated:
         return stated
-    rec = next(r for r in bd.sk01().config if r.key == "pass_options.cube_nbuffer_setting")
+    rec = next(r for r in bd.catalog().card(FALLBACK.id).config if r.key == "pass_options.cube_nbuffer_setting")
     return int(rec.value[-1])
+
+
+def block_tiles(ctx: Context) -> BlockTiles:
+    """The block's figures the skeletons re-derive budgets and the expansion from (None = missing or bad)."""
+    block = ctx.block or {}
+    return BlockTiles(
+        device=bd.device(ctx), cube=bd.cube_tiles(ctx), vec=bd.vec_tiles(ctx), form=block.get("form"),
+        dtype=block.get("dtype") if block.get("dtype") in DTYPE_BYTES else None, quant=block.get("quant"),
+        q_tile=bd.pos_int(block.get("q_tile")), kv_tile=bd.pos_int(block.get("kv_tile")),
+        head_dim=bd.pos_int(block.get("head_dim")), passes=2 if block.get("passes") == 2 else 1,
+        cube_nbuffer=_cube_nbuffer(ctx),
+    )
 
 
 def recomputed_budgets(ctx: Context) -> dict[str, Any]:
     """Budgets re-derived from the block's tiles: ``{"l0": {stage: [Budget]}}`` for any skeleton with
-    valid cube tiles and device, plus ``"ub"`` and ``"l1"`` for SK-01 (whose formulas
-    :mod:`opdesign.budget` holds) when form, q_tile, head_dim and the C1/C2/V1/V2 tiles are valid."""
-    from opdesign import budget
-
-    block = ctx.block or {}
-    dev, cube, vec = bd.device(ctx), bd.cube_tiles(ctx), bd.vec_tiles(ctx)
-    if dev is None or cube is None:
+    valid cube tiles and device, plus ``"ub"`` and ``"l1"`` from the design's skeleton package
+    (``Skeleton.rederive_budgets``; SK-01 when the design names none) when its figures are valid."""
+    tiles = block_tiles(ctx)
+    if tiles.device is None or tiles.cube is None:
         return {}
-    out: dict[str, Any] = {"l0": {stage: budget.l0_budgets(dev, tile) for stage, tile in cube.items()}}
-    q_tile, head_dim = bd.pos_int(block.get("q_tile")), bd.pos_int(block.get("head_dim"))
-    form, sk = block.get("form"), bd.skeleton(ctx) or "SK-01"  # unknown skeleton: SK-01 checks
-    if (sk == "SK-01" and vec is not None and q_tile is not None and head_dim is not None
-            and form in ("baseline", "performance") and set(cube) == {"C1", "C2"} and set(vec) == {"V1", "V2"}):
-        out["ub"] = budget.ub_budget(dev, q_tile=q_tile, head_dim=head_dim, resident_state=form == "baseline",
-                                     cube=cube, vec=vec)
-        out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
-    elif (sk == "SK-02" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
-          and head_dim is not None and bd.pos_int(block.get("kv_tile")) is not None
-          and block.get("dtype") in budget.DTYPE_BYTES):
-        # SK-02 single pass: the whole top-k row resident (budget.single_pass_ub_budget, SK-02-R2)
-        out["ub"] = budget.single_pass_ub_budget(dev, q_tile=q_tile, s2_tile=block["kv_tile"], head_dim=head_dim,
-                                                 dtype=block["dtype"], vec=vec)
-        out["l1"] = budget.l1_budget(dev, cube, _cube_nbuffer(ctx))
-    elif (sk == "SK-16" and vec is not None and set(vec) == {"V1", "V2"} and q_tile is not None
-          and head_dim is not None and block.get("dtype") in budget.DTYPE_BYTES):
-        # SK-16 backward (opdesign.budget_sk16): S/dP and dQ/dK results, P/dS casts, two-pass accumulators
-        from opdesign.budget_sk16 import budgets
-
-        passes = 2 if block.get("passes") == 2 else 1
-        out["ub"], out["l1"], _l0 = budgets(dev, q_tile, head_dim, block["dtype"], cube, vec, passes)
+    out: dict[str, Any] = {"l0": {stage: l0_budgets(tiles.device, tile) for stage, tile in tiles.cube.items()}}
+    sk = bd.rules_skeleton(ctx)
+    again = sk.rederive_budgets(tiles) if sk is not None else None
+    if again is not None:
+        out["ub"], out["l1"] = again
     return out
 
 
@@ -77,8 +74,8 @@ def _stated(ctx: Context, key: str) -> tuple[int | None, int | None]:
       bad="ub_budget: {total_bytes: 200000, capacity_bytes: 196608}",
       good="ub_budget: {total_bytes: 164096, capacity_bytes: 196608}", needs_block=True)
 def check_budgets(ctx: Context) -> Iterator[Hit]:
-    """The buffers are re-derived from the block's tiles with :mod:`opdesign.budget` (L0A/L0B/L0C per
-    cube stage for any skeleton; for SK-01 also UB per vector sub-block incl. resident oi/li/mi in the
+    """The buffers are re-derived from the block's tiles (L0A/L0B/L0C per cube stage for any skeleton;
+    with the skeleton package's formulas also UB and L1; for SK-01: UB per vector sub-block incl. resident oi/li/mi in the
     baseline form, and L1 operands x cube_nbuffer plus MM2_LEFT_SIZE) and held against the named device profile
     (``constraints/devices.yaml``). A stated total above the stated or the device capacity is
     reported as well, even when the tiles cannot be re-derived."""
@@ -133,8 +130,8 @@ def check_budget_figures(ctx: Context) -> Iterator[Hit]:
       bad="vec_tiles:\n  V1: {shape: [16, 16], view: [4096, 1024], ...}   # 16384 tiles x 3 per op",
       good="vec_tiles:\n  V1: {shape: [16, 128], view: [4096, 1024], ...}", needs_block=True)
 def check_expansion(ctx: Context) -> Iterator[Hit]:
-    """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived for SK-01 with
-    ``estimate_parts.expansion`` from the block's vector tiles, FP8 ops included when ``quant: fp8``)
+    """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived with the skeleton package's op
+    tables from the block's vector tiles; for SK-01 FP8 ops included when ``quant: fp8``)
     stays within C-TILE-04's ``expansion_limit``; the stated ``expansion.max_per_op`` too (any skeleton). A warning: the limit is an estimate,
     to be confirmed by the real compile (C-TILE-04 is a should)."""
     limit = bd.constraint("C-TILE-04").param("expansion_limit")
@@ -145,23 +142,11 @@ def check_expansion(ctx: Context) -> Iterator[Hit]:
     if worst is not None and worst > limit:
         yield Hit(line, f"stated expansion {worst} per op exceeds the limit {limit}")
         return
-    vec = bd.vec_tiles(ctx)
-    q_tile, kv_tile, head_dim = (bd.pos_int(block.get(k)) for k in ("q_tile", "kv_tile", "head_dim"))
-    sk = bd.skeleton(ctx) or "SK-01"  # unknown skeleton: SK-01 checks
-    if sk not in ("SK-01", "SK-02", "SK-16") or vec is None or set(vec) != {"V1", "V2"} or None in (q_tile, kv_tile, head_dim):
+    tiles, sk = block_tiles(ctx), bd.rules_skeleton(ctx)
+    if (sk is None or tiles.vec is None or set(tiles.vec) != {"V1", "V2"}
+            or None in (tiles.q_tile, tiles.kv_tile, tiles.head_dim)):
         return
-    if sk == "SK-02":  # the single pass: K/V gathers, V1 and V2 once (estimate_sk02)
-        from opdesign.estimate_sk02 import single_pass_expansion
-
-        again = single_pass_expansion(q_tile, kv_tile, head_dim, vec, 1)
-    elif sk == "SK-16":  # backward V1 / V2 op tables (budget_sk16)
-        from opdesign.budget_sk16 import expansion as sk16_expansion
-
-        again = sk16_expansion(vec, 2 if block.get("passes") == 2 else 1)
-    else:
-        from opdesign.estimate_parts import expansion
-
-        again = expansion(q_tile, kv_tile, head_dim, vec, 1, fp8=block.get("quant") == "fp8")
+    again = sk.rederive_expansion(tiles)
     if again.max_per_op > limit:
         op = max(again.ops, key=lambda o: o.expressions)
         yield Hit(ctx.block_line("vec_tiles", op.stage),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from opdesign.render.headings import HEADINGS, SUBHEADINGS
 from opdesign.validate.registry import Context, Hit, rule
 
 PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")
@@ -122,13 +123,11 @@ def check_chapters(ctx: Context) -> Iterator[Hit]:
     """Seven chapters: operator contract; compute graph and API mapping; decomposition and module
     boundaries; patterns and design decisions; pseudocode; verification plan; risks and open questions.
 
-    Headings of any level match in English or Chinese (``opdesign.headings.HEADINGS``),
+    Headings of any level match in English or Chinese (``opdesign.render.headings.HEADINGS``),
     case-insensitively; for ``验证方案 / Verification Plan`` either half alone
     matches; a leading section number (``5.``) is ignored. A heading inside a
     fenced code block is code, not a heading.
     """
-    from opdesign.headings import HEADINGS
-
     found = {h.chapter for h in ctx.doc.headings}
     for key, title in HEADINGS["en"].items():
         if key not in found:
@@ -244,9 +243,7 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
 
 def design_check_tables(ctx: Context) -> list[Any]:
     """Tables of the verification chapter with a ``check`` / ``检查`` first column, or under the
-    design-checks sub-heading (``opdesign.headings.SUBHEADINGS``: Design Checks / 设计检查结果)."""
-    from opdesign.headings import SUBHEADINGS
-
+    design-checks sub-heading (``opdesign.render.headings.SUBHEADINGS``: Design Checks / 设计检查结果)."""
     names = {table["checks"].casefold() for table in SUBHEADINGS.values()}
     return [t for t in ctx.doc.tables if t.chapter == "verification"
             and (_matches(t.header, CHECK_TABLE) or t.section.strip().casefold() in names)]

@@ -1,9 +1,8 @@
 """Number rules: the ``opdesign:`` block re-checked against the constraint tables and device profile.
 
 Sources: C-TILE-02 (32 B tail alignment), C-TILE-03 (UB / L1 / L0 budgets,
-recomputed with :mod:`opdesign.budget`), C-TILE-04 (expansion estimate,
-:func:`opdesign.estimate_parts.expansion`), C-TILE-05 (cube ``[L0, L1]``),
-C-TILE-06 (compile-time integer tiles), SK-01-R6 (FP32 accumulators). Every
+recomputed by the skeleton packages), C-TILE-04 (expansion estimate), C-TILE-05
+(cube ``[L0, L1]``), C-TILE-06 (compile-time integer tiles). Every
 threshold is read from ``constraints/*.yaml``, ``patterns/`` or
 ``constraints/devices.yaml``.
 """
@@ -16,7 +15,9 @@ from typing import Any
 
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value, is_static
-from opdesign.validate.registry import Context, Hit, all_rules, rule
+from opdesign.skeletons.registry import FALLBACK, find
+from opdesign.validate.collect import all_rules
+from opdesign.validate.registry import Context, Hit, rule
 
 # key -> type the number rules need (tile values themselves are C-TILE-06's business)
 BLOCK_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -44,14 +45,14 @@ POSITIVE_COUNTS: tuple[tuple[str, ...], ...] = (("root_count",), ("task_count",)
 def check_block_present(ctx: Context) -> Iterator[Hit]:
     """Without the ``opdesign:`` block the numbers cannot be re-derived; the rules that need it are
     listed as skipped (never as passed). Document, interface and pseudocode rules still run. For a
-    skeleton other than SK-01, SK-02 and SK-16 the UB / L1 budgets and the expansion estimate are not re-derived
-    (:mod:`opdesign.budget` holds the SK-01 and SK-02 formulas, :mod:`opdesign.budget_sk16` SK-16's); that is said here too."""
+    catalog skeleton without a package (``opdesign.skeletons``) the UB / L1 budgets and the expansion estimate are not
+    re-derived (each skeleton package holds its formulas); that is said here too."""
     if ctx.block is None:
         skipped = [r.id for r in all_rules().values() if r.needs_block]
         where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
         yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
                   f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
-    elif bd.block_skeleton(ctx) not in (None, "SK-01", "SK-02", "SK-16"):  # SK-02: budget.single_pass_ub_budget; SK-16: budget_sk16
+    elif bd.block_skeleton(ctx) is not None and find(bd.block_skeleton(ctx)) is None:  # no package re-derives it
         yield Hit(ctx.block_line("skeleton"), f"skeleton {bd.skeleton(ctx)}: UB / L1 budgets and the expansion "
                   "estimate are not re-derived (SK-01 formulas); stated totals are checked against the device only")
 
@@ -90,7 +91,7 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     if isinstance(raw, str) and bd.block_skeleton(ctx) is None:
         known = bd.known_skeletons()
         yield Hit(ctx.block_line("skeleton"), f"unknown skeleton {raw!r} (known: {', '.join(known)}); the rules "
-                                              f"run as {bd.skeleton(ctx) or 'SK-01 (default)'}")
+                                              f"run as {bd.skeleton(ctx) or FALLBACK.id + ' (default)'}")
     if isinstance(block.get("form"), str) and block["form"] not in FORMS:
         yield Hit(ctx.block_line("form"), f"opdesign.form {block['form']!r} is not one of {', '.join(FORMS)}")
     if isinstance(block.get("device"), str) and bd.device(ctx) is None:
@@ -213,50 +214,3 @@ def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
         if bad:
             names = ", ".join(ast.unparse(a) for a in bad)
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")
-
-
-@rule("SK-01-R6", "error", "numbers", "SK-01-R6 (AT-01-R1, C-API-05)",
-      "an online-softmax accumulator (oi / li / mi) is not FP32",
-      bad="accumulators: {mi: fp32, li: fp32, oi: bf16}", good="accumulators: {mi: fp32, li: fp32, oi: fp32}")
-def check_fp32_state(ctx: Context) -> Iterator[Hit]:
-    """O, L and M stay FP32 across the whole KV loop; only the final normalised output is cast.
-    Checked in the block's ``accumulators``, the dtype column of the state table, and the dtype of
-    accumulator allocations in the pseudocode (``pypto.tensor([...], pypto.DT_BF16)``)."""
-    accs = (ctx.block or {}).get("accumulators")
-    for name, dtype in accs.items() if isinstance(accs, dict) else []:
-        if not bd.is_fp32(dtype):
-            yield Hit(ctx.block_line("accumulators", str(name)), f"accumulator {name} is {dtype!r}, not fp32")
-    names = set(bd.accumulator_names(ctx))
-    for table in ctx.doc.tables:
-        first = table.header[0].casefold() if table.header else ""
-        col = table.column("dtype", "数据类型", "类型")
-        if table.chapter != "decisions" or not first.startswith(("state", "状态")) or col is None:
-            continue
-        for row in table.rows:
-            is_acc = row.cells and row.cells[0].strip("` ") in names and col < len(row.cells)
-            if is_acc and not bd.is_fp32(row.cells[col].strip("` ")):
-                yield Hit(row.line, f"state {row.cells[0]} has dtype {row.cells[col]!r}, not fp32")
-    if ctx.program is None:
-        return
-    for node, _loops in ctx.program.walk():
-        alloc = _allocation(node, names)
-        if alloc:
-            dtypes = [d for d in _dt_names(alloc) if d != "DT_FP32"]
-            if dtypes:
-                yield Hit(node.line, f"accumulator allocated as {dtypes[0]}, not DT_FP32")
-
-
-ALLOCATORS = frozenset({"tensor", "full", "zeros", "empty", "ones"})
-
-
-def _allocation(node: Any, names: set[str]) -> Any:
-    """The allocation call of ``acc = pypto.tensor|full|zeros(...)`` for an accumulator name, else None."""
-    s = node.stmt
-    if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-            and s.targets[0].id in names and isinstance(s.value, ast.Call) and call_name(s.value) in ALLOCATORS):
-        return s.value
-    return None
-
-
-def _dt_names(call: Any) -> list[str]:
-    return [n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute) and n.attr.startswith("DT_")]

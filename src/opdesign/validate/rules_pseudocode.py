@@ -1,8 +1,8 @@
 """Pseudocode rules: the fenced code of the pseudocode chapter, read as a statement tree.
 
-Sources: SK-01 rules R1-R3 and its configuration (combine_axis), AT-21
+Sources: SK-01's configuration (combine_axis), AT-21
 (sub-graph scopes), C-LOOP-05 (unroll), C-SYM-06 / C-LOOP-02 (range bounds),
-C-SYM-07 (view shapes). The KV-tile loop is the innermost loop around the
+C-SYM-07 (view shapes); the skeletons' own rules live in their packages. The KV-tile loop is the innermost loop around the
 first matmul, the Q-tile loop the loop directly around it.
 """
 
@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import (
-    call_name,
     dotted,
     is_constant_name,
     is_static,
@@ -21,11 +20,6 @@ from opdesign.validate.pseudocode import (
     scopes,
 )
 from opdesign.validate.registry import Context, Hit, rule
-from opdesign.validate.rules_numbers import _allocation
-
-VECTOR_OPS = frozenset({"mul", "muls", "amax", "amin", "rowmax", "rowsum", "sub", "exp", "sum", "softmax", "cast",
-                        "div", "maximum", "minimum", "add", "where", "causal_fill", "reciprocal", "neg"})
-
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
       "the pseudocode chapter has no fenced code block",
@@ -64,7 +58,8 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
     single pass keeps C1 + V1 + C2 in one ``sg_set_scope(2)`` sub-graph (SK-02 configuration)."""
     if ctx.program is None:
         return
-    for line, value, why in scopes(ctx.program, cube_in_scope=bd.skeleton(ctx) == "SK-02").unclosed:
+    sk = bd.rules_skeleton(ctx)
+    for line, value, why in scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope).unclosed:
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
 
 
@@ -92,103 +87,6 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     if not ok:
         where = first.line if first is not None else program.kernel.line
         yield Hit(where, "the first statement of the kernel body is not set_operation_options(combine_axis=True)")
-
-
-@rule("SK-01-R1", "error", "pseudocode", "SK-01-R1",
-      "a stage runs without its own TileShape: set_cube_tile_shapes before each matmul, set_vec_tile_shapes "
-      "before the vector chain",
-      bad="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)",
-      good="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\npypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n"
-           "oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)")
-def check_tile_switch(ctx: Context) -> Iterator[Hit]:
-    """In textual order, the TileShape in force at each matmul was set by ``set_cube_tile_shapes``, and
-    at the first vector op after a matmul (the softmax chain of V1, the state update of V2) by
-    ``set_vec_tile_shapes``. One global setting for all stages makes vector ops tile with cube shapes
-    (or the reverse) and blows the expression limit (C-TILE-04). Applies to SK-01 designs (SK-02 sets
-    its TileShapes once outside the loops)."""
-    if ctx.program is None or not bd.is_sk01(ctx):
-        return
-    last, stage, need_vec = None, 0, False
-    for call, node, _loops in ctx.program.calls():
-        name = call_name(call)
-        if name == "set_cube_tile_shapes":
-            last = "cube"
-        elif name == "set_vec_tile_shapes":
-            last = "vec"
-        elif name == "matmul":
-            stage += 1
-            if last != "cube":
-                yield Hit(ctx.program.call_line(call, node), f"matmul C{stage} has no set_cube_tile_shapes before it "
-                                                             f"(TileShape in force: {last or 'none'})")
-            need_vec = True
-        elif name in VECTOR_OPS and need_vec:
-            need_vec = False
-            if last != "vec":
-                yield Hit(ctx.program.call_line(call, node), f"vector op {name} after matmul C{stage} has no "
-                                                             f"set_vec_tile_shapes before it")
-
-
-@rule("SK-01-R2", "error", "pseudocode", "SK-01-R2 (C-LOOP-06)",
-      "accumulators oi/li/mi are not allocated inside the Q-tile loop and outside the KV-tile loop",
-      bad="for kv_idx in pypto.loop(kv_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)",
-      good="for q_idx in pypto.loop(q_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n"
-           "    for kv_idx in pypto.loop(kv_tiles, ...):")
-def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
-    """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
-    allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
-    outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing.
-    SK-01 designs only (a block naming another skeleton is skipped)."""
-    if ctx.program is None or not bd.is_sk01(ctx):
-        return
-    kv, q = ctx.program.kv_and_q_loops()
-    if kv is None:
-        return
-    names = set(bd.accumulator_names(ctx))
-    for node, loops in ctx.program.walk():
-        if _allocation(node, names) is None:
-            continue
-        if kv in loops:
-            yield Hit(node.line, f"accumulator allocated inside the KV-tile loop (line {kv.line}): reset every tile")
-        elif q is None or q not in loops:
-            yield Hit(node.line, "accumulator allocated outside the Q-tile loop: state leaks between Q tiles")
-
-
-def _carries_state(ctx: Context, kv) -> bool:
-    names = set(bd.accumulator_names(ctx))
-    for node, loops in ctx.program.walk():
-        if kv in loops:
-            targets = getattr(node.stmt, "targets", []) or []
-            for t in targets:
-                base = t.value if isinstance(t, ast.Subscript) else t
-                if isinstance(base, ast.Name) and base.id in names:
-                    return True
-    return False
-
-
-@rule("SK-01-R3", "error", "pseudocode", "SK-01-R3 (AT-01-R2)",
-      "the dynamic KV-tile loop has no is_loop_begin / is_loop_end three-way branch",
-      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    ...\n    oi[:] = pypto.add(...)",
-      good="if pypto.cond(pypto.is_loop_begin(kv_idx)):\n    if pypto.cond(pypto.is_loop_end(kv_idx)): ...\n"
-           "    else: ...\nelse: ...")
-def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
-    """The baseline form (or, without the block, a ``pypto.loop`` / ``loop_unroll`` KV loop that
-    carries oi/li/mi) branches three ways on ``is_loop_begin`` / ``is_loop_end``: only tile, first
-    tile, later tiles. The performance form drops the branch instead (SK-01-P2)."""
-    program = ctx.program
-    if program is None:
-        return
-    kv, _q = program.kv_and_q_loops()
-    if kv is None:
-        return
-    if ctx.block is not None:
-        if not bd.is_sk01(ctx) or ctx.form != "baseline":
-            return
-    elif not bd.is_sk01(ctx) or kv.loop_kind not in ("pypto.loop", "loop_unroll") or not _carries_state(ctx, kv):
-        return
-    used = {call_name(c) for c, _n, loops in program.calls() if kv in loops}
-    missing = [p for p in ("is_loop_begin", "is_loop_end") if p not in used]
-    if missing:
-        yield Hit(kv.line, f"KV-tile loop has no three-way branch: {' and '.join(missing)} not used")
 
 
 @rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
