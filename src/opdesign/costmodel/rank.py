@@ -1,10 +1,10 @@
-"""Rank SK-01 tilings with a PTO-style lightweight cost model (issue 5).
+"""Rank the tilings of a KV-loop plan (SK-01) with a PTO-style lightweight cost model (issue 5).
 
 The model filters, measurement decides: ``score_cycles`` orders candidates so that
 only the best few go to a real compile-and-benchmark run. It is built from PTO
-instruction cycles (:mod:`opdesign.costmodel_isa`), per-stage pipes and the FAI
-pipeline / load balance (:mod:`opdesign.costmodel_stages`) over a candidate space
-with every hard rule applied (:mod:`opdesign.costmodel_space`). It never predicts
+instruction cycles (:mod:`opdesign.costmodel.isa`), per-stage pipes and the FAI
+pipeline / load balance (:mod:`opdesign.costmodel.stages`) over a candidate space
+with every hard rule applied (:mod:`opdesign.costmodel.space`). It never predicts
 wall-clock time, and it says nothing about compile failures beyond the rules it checks.
 
 Public API: :func:`rank_candidates` -> :class:`Ranking`, :func:`tuning_candidates`,
@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from opdesign.catalog import load_catalog
-from opdesign.costmodel_isa import (
+from opdesign.costmodel.isa import (
     FRACTAL_MACS,
     TCVT_CYCLES_PER_REPEAT,
     TCVT_HEAD_CYCLES,
@@ -27,7 +26,7 @@ from opdesign.costmodel_isa import (
     TRANSFER_HEAD_CYCLES,
     VECTOR_REPEAT_BYTES,
 )
-from opdesign.costmodel_space import (
+from opdesign.costmodel.space import (
     PV_FACTORS,
     QK_FACTORS,
     STREAM_COUNTS,
@@ -38,9 +37,9 @@ from opdesign.costmodel_space import (
     context,
     enumerate_candidates,
 )
-from opdesign.costmodel_stages import STAGES, CostParams, core_loads, score, useful_streams
-from opdesign.errors import SpecError
-from opdesign.plan import Plan
+from opdesign.costmodel.stages import STAGES, CostParams, core_loads, score, useful_streams
+from opdesign.plan.models import Plan
+from opdesign.plan.tiles import cube_align
 from opdesign.spec import Spec
 
 __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
@@ -153,31 +152,22 @@ def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -
     return int(hit[np.argmax(c["u"][hit])]) if len(hit) else None
 
 
-def rank_candidates(spec: Spec, top: int | None = None, include_rejected: bool = False, *,
-                    plan: Plan | None = None, params: CostParams | None = None) -> Ranking:
-    """Enumerate, check and rank the SK-01 candidates of a SPEC.
+def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
+                    params: CostParams | None = None) -> Ranking:
+    """Enumerate, check and rank the candidates around a plan's tiles.
 
     Order: ``score_cycles`` ascending; equal scores put fewer streams, head groups
     and unroll first, then larger tiles (q, kv, QK, PV, vector area: fewer tiles first).
 
     Args:
-        spec: a validated SPEC whose plan uses SK-01.
+        spec: a validated SPEC.
+        plan: its plan, from a skeleton the cost model covers (``Skeleton.ranked``: the
+            C1-V1-C2-V2 loop over KV tiles); :func:`opdesign.pipeline.rank_spec` checks that.
         top: keep the best ``top`` legal rows (and rejected rows); None keeps all.
         include_rejected: fill ``Ranking.rejected`` (rows ordered by the score they
             would have had).
-        plan: the SPEC's plan, if already estimated (else :func:`opdesign.estimate.estimate`).
         params: model figures (defaults: :class:`CostParams`).
-
-    Raises:
-        SpecError: the SPEC is not planned with SK-01 (SK-02 / SK-16 are not ranked)
-            or a variant the estimator refuses.
     """
-    if plan is None:
-        from opdesign.estimate import estimate
-
-        plan = estimate(spec)
-    if plan.skeleton.id != "SK-01":
-        raise SpecError(f"rank: the cost model ranks SK-01 tilings; {spec.op_name} is planned with {plan.skeleton.id}")
     params = params or CostParams()
     ctx = context(spec, plan)
     c = enumerate_candidates(ctx)
@@ -201,8 +191,7 @@ def rank_candidates(spec: Spec, top: int | None = None, include_rejected: bool =
                             cores_busy=int(scored["cores_busy"][i]), epilogue_cycles=int(round(scored["epilogue"][i])),
                             chosen=i == chosen_i)
 
-    cat = load_catalog()
-    align = cat.constraint("C-TILE-05").param("cube_align_elems").get(spec.dtype, 8)
+    align = cube_align(spec.dtype)
     rejected = []
     if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
         geometry = np.stack([c[k] for k in ("q", "kv", "qk", "pv", "vr", "vc")], axis=1)[order]
@@ -229,7 +218,7 @@ def tuning_candidates(spec: Spec, plan: Plan, n: int = 3, *, params: CostParams 
     the plan's tiles, None when the plan's tiles are not in the space) and
     ``changes`` (``"kv_tile: 1024 -> 2048"`` for every knob that differs).
     """
-    ranking = rank_candidates(spec, top=n + 1, plan=plan, params=params)
+    ranking = rank_candidates(spec, plan, top=n + 1, params=params)
     chosen = ranking.chosen
     out = []
     for r in ranking.rows:

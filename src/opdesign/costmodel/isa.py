@@ -34,10 +34,10 @@ from math import ceil, floor
 
 import numpy as np
 
-from opdesign.budget import DTYPE_BYTES
 from opdesign.catalog import DeviceProfile
 from opdesign.errors import CatalogError
 from opdesign.paths import data_dir
+from opdesign.spec import DTYPE_BYTES
 
 FORMULA_FILE = "costmodel/pto_a2a3_vector_formula_params.csv"
 VECTOR_OPS = ("TROWMAX", "TROWSUM", "TROWEXPAND", "TSUB", "TEXP", "TMUL", "TMULS", "TDIVS")

@@ -10,16 +10,17 @@ head_group, streams)``:
   only KV tiles made of whole pages (AT-17);
 * ``qk_tile``: the L0 = L1 tile of C1's m and n axes (and C2's m): the "QK tile";
   ``pv_tile``: C2's k L1 tile (KV columns of P and rows of V per L1 load): the
-  "PV tile". Cube tiles come from :func:`opdesign.estimate_parts.choose_cube_tiles`;
+  "PV tile". Cube tiles come from :func:`opdesign.plan.tiles.choose_cube_tiles`;
 * ``vec_tile``: the V1 TileShape, one shape per area in ``VEC_AREAS`` (widest
   columns first, see :func:`vec_shapes`); V2 follows with the same rows;
-* ``unroll_factor`` from the SK-01 card's ``unroll_candidates`` for the variant
-  (``estimate_variants.unroll_candidates``),
+* ``unroll_factor`` from the plan's unroll candidates (the SK-01 card's
+  ``unroll_candidates`` for the variant, ``Plan.unroll.candidates``),
   ``head_group`` G from 1 plus AT-23 ``group_sizes``, ``streams`` from ``STREAM_COUNTS``.
 
-:func:`check_rules` is the vectorised twin of :mod:`opdesign.budget` (UB, L1,
-L0A/B/C: C-TILE-03), of the C-TILE-02 / C-TILE-05 alignment rules and of the
-C-TILE-04 expansion estimate (:func:`opdesign.estimate_parts.expansion`);
+:func:`check_rules` is the vectorised twin of the SK-01 UB budget and
+:mod:`opdesign.plan.buffers` (UB, L1, L0A/B/C: C-TILE-03), of the C-TILE-02 /
+C-TILE-05 alignment rules and of the C-TILE-04 expansion estimate (the input
+counts of the plan's own expansion ops);
 ``tests/test_costmodel.py`` checks that both give the same bytes on a sample.
 """
 
@@ -30,12 +31,12 @@ from math import ceil
 
 import numpy as np
 
-from opdesign.estimate_variants import unroll_candidates
-from opdesign import budget
 from opdesign.catalog import Card, DeviceProfile, load_catalog
-from opdesign.estimate_parts import FP8_V1_OPS, FP8_V2_OPS, V1_OPS, V2_OPS, choose_cube_tiles, vec_cols_v2
-from opdesign.estimate_variants import kv_block_ranges
-from opdesign.plan import Plan
+from opdesign.plan.blocks import kv_block_ranges
+from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS
+from opdesign.plan.models import Plan
+from opdesign.plan.tiles import align_up, choose_cube_tiles, cube_align, vec_cols_v2
+from opdesign.spec import DTYPE_BYTES
 from opdesign.spec import Spec
 
 #: smallest q / kv tile enumerated: 8 elements, the shortest FP32 tail C-TILE-02 allows
@@ -94,7 +95,7 @@ class Context:
     spec: Spec
     plan: Plan
     device: DeviceProfile
-    sk01: Card
+    card: Card  # the plan's skeleton card: safe tiles, vector rows, cube buffering
     form: str
     static_range: int  # SK-01 static_kv_max_tiles when the form is performance, else 0
     p_dtype: str  # C2 operand dtype (P cast target)
@@ -102,9 +103,9 @@ class Context:
 
 def context(spec: Spec, plan: Plan) -> Context:
     cat = load_catalog()
-    sk01 = cat.card("SK-01")
-    return Context(spec=spec, plan=plan, device=cat.device(spec.device), sk01=sk01, form=plan.form,
-                   static_range=sk01.param("static_kv_max_tiles") if plan.form == "performance" else 0,
+    card = cat.card(plan.skeleton.id)
+    return Context(spec=spec, plan=plan, device=cat.device(spec.device), card=card, form=plan.form,
+                   static_range=card.param("static_kv_max_tiles") if plan.form == "performance" else 0,
                    p_dtype=plan.cube_tiles["C2"].operand_dtype)
 
 
@@ -115,7 +116,7 @@ def _axis_choices(ctx: Context, seq: int, planned: int, fixed: bool) -> list[int
 
 
 def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> list[int]:
-    """KV blocks each q block visits (mask-aware, :func:`estimate_variants.kv_block_ranges`)."""
+    """KV blocks each q block visits (mask-aware, :func:`opdesign.plan.blocks.kv_block_ranges`)."""
     s = ctx.spec.shape
     return [n for _, n in kv_block_ranges(ctx.spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)]
 
@@ -128,9 +129,9 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     ``steps_max`` (most KV blocks any q block visits). Two knob values that give the
     same tiles are one candidate (the smaller value is kept).
     """
-    spec, plan, sk01 = ctx.spec, ctx.plan, ctx.sk01
+    spec, plan, card = ctx.spec, ctx.plan, ctx.card
     s = spec.shape
-    safe = sk01.param("safe_cube_tile")
+    safe = card.param("safe_cube_tile")
     qs = _axis_choices(ctx, s.seq_q, plan.q_tile, ctx.form == "performance")
     kvs = _axis_choices(ctx, s.seq_kv, plan.kv_tile, False)
     if spec.kv_cache == "paged":
@@ -138,8 +139,8 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     qk_c1, pv_c2 = plan.cube_tiles["C1"].n[1], plan.cube_tiles["C2"].k[1]
     qks = sorted({int(safe * f) for f in QK_FACTORS} | {qk_c1})
     pvs = sorted({int(safe * f) for f in PV_FACTORS} | {pv_c2})
-    rows_range = tuple(sk01.param("safe_vec_range"))
-    unrolls = sorted(unroll_candidates(spec, sk01))  # the variant's tuning candidates, as in the plan
+    rows_range = tuple(card.param("safe_vec_range"))
+    unrolls = sorted(plan.unroll.candidates)  # the variant's tuning candidates
     groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
 
     geo, seen = [], set()
@@ -148,7 +149,7 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
             steps_max = max(valid_blocks(ctx, q, kv))
             for qk in qks:
                 for pv in pvs:
-                    cube = choose_cube_tiles(spec, ctx.form, q, kv, sk01, qk_tile=qk, pv_tile=pv)
+                    cube = choose_cube_tiles(spec, ctx.form, q, kv, card, qk_tile=qk, pv_tile=pv)
                     c1, c2 = cube["C1"], cube["C2"]
                     key = (q, kv, c1.m, c1.n, c2.k)
                     if key in seen:
@@ -223,16 +224,17 @@ def cdiv(a, b):
 
 def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     """Bytes of UB (per vector sub-block), L1 and L0A/B/C per stage, and the alignment and
-    expansion rules, for every candidate; same formulas as :mod:`opdesign.budget`."""
+    expansion rules, for every candidate; same formulas as :func:`opdesign.skeletons.sk01.budget.ub_budget`
+    and :mod:`opdesign.plan.buffers`."""
     cat = load_catalog()
     dev, s = ctx.device, ctx.spec.shape
     d = s.head_dim
-    b, pb = budget.DTYPE_BYTES[ctx.spec.dtype], budget.DTYPE_BYTES[ctx.p_dtype]
-    acc, cv = budget.ACC_BYTES, dev.aiv_per_aic
+    b, pb = DTYPE_BYTES[ctx.spec.dtype], DTYPE_BYTES[ctx.p_dtype]
+    acc, cv = ACC_BYTES, dev.aiv_per_aic
     counts = cat.constraint("C-TILE-03").param("tensor_count")
     align32 = cat.constraint("C-TILE-02").param("align_bytes")
-    cube_align = cat.constraint("C-TILE-05").param("cube_align_elems").get(ctx.spec.dtype, 8)
-    nbuf = next((r.value for r in ctx.sk01.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when),
+    cube_aligned = cube_align(ctx.spec.dtype)
+    nbuf = next((r.value for r in ctx.card.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when),
                 {-1: 1}).get(-1, 1)
     m0, m1, n0, n1 = c["m0"], c["m1"], c["n0"], c["n1"]
     k10, k11, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
@@ -240,10 +242,10 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     rows = cdiv(c["q"], cv)
     resident = (rows * d * acc + 2 * rows * align32) if ctx.form == "baseline" else 0
     ub = (resident + np.maximum(vr * vc * acc * counts["reduce"], vr * c2 * acc * counts["binary"])
-          + cdiv(m1, cv) * n1 * acc * budget.RESULT_BUFFERS
-          + cdiv(m1, cv) * budget.align_up(d, 64) * acc * budget.RESULT_BUFFERS + cdiv(m1, 2) * acc)
+          + cdiv(m1, cv) * n1 * acc * RESULT_BUFFERS
+          + cdiv(m1, cv) * align_up(d, 64) * acc * RESULT_BUFFERS + cdiv(m1, 2) * acc)
     l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m1 * k21 + k21 * n21) * pb) * nbuf
-          + m1 * n1 * pb * budget.KERNEL_TASK_NUM)
+          + m1 * n1 * pb * KERNEL_TASK_NUM)
     nbytes = {"UB": ub, "L1": l1,
               "L0A C1": m0 * k10 * b, "L0B C1": k10 * n0 * b, "L0C C1": m0 * n0 * acc,
               "L0A C2": m0 * k20 * pb, "L0B C2": k20 * n20 * pb, "L0C C2": m0 * n20 * acc}
@@ -251,12 +253,11 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     for stage in ("C1", "C2"):
         capacity |= {f"L0A {stage}": dev.l0a_bytes, f"L0B {stage}": dev.l0b_bytes, f"L0C {stage}": dev.l0c_bytes}
     axes = ((m0, m1), (k10, k11), (n0, n1), (k20, k21), (n20, n21))
-    bad_align = np.logical_or.reduce([(lo <= 0) | (lo > hi) | (hi % np.maximum(lo, 1) != 0) | (lo % cube_align != 0)
-                                      | (hi % cube_align != 0) for lo, hi in axes])
+    bad_align = np.logical_or.reduce([(lo <= 0) | (lo > hi) | (hi % np.maximum(lo, 1) != 0) | (lo % cube_aligned != 0)
+                                      | (hi % cube_aligned != 0) for lo, hi in axes])
     bad_tail = ((vc * acc) % align32 != 0) | ((vc * pb) % align32 != 0) | ((c2 * acc) % align32 != 0)
-    fp8 = ctx.spec.quant == "fp8"
-    in1 = max(k for _, k in V1_OPS + (FP8_V1_OPS if fp8 else ()))
-    in2 = max(k for _, k in V2_OPS + (FP8_V2_OPS if fp8 else ()))
+    in1 = max(o.inputs for o in ctx.plan.expansion.ops if o.stage == "V1")  # FP8 ops included when planned
+    in2 = max(o.inputs for o in ctx.plan.expansion.ops if o.stage == "V2")
     exp_max = np.maximum(cdiv(c["q"], vr) * cdiv(c["kv"], vc) * (1 + in1), cdiv(c["q"], vr) * ceil(d / c2) * (1 + in2))
     limit = cat.constraint("C-TILE-04").param("expansion_limit")
     return Legality(bytes=nbytes, capacity=capacity, expansion_max=exp_max, expansion_limit=limit,

@@ -9,7 +9,7 @@ O_ij through GM, so every hand-over is a TSTORE on one side and a TLOAD on the o
 Stage cycles: each stage runs its instructions on parallel pipes (GM->L1, L1->L0,
 cube, L0C->GM on the AIC; GM->UB, vector, UB->GM on the AIV), double-buffered as
 SK-01 configures them (``cube_nbuffer_setting`` 2, ``vec_nbuffer_setting`` 4), so a
-stage costs its busiest pipe. Instruction cycles come from :mod:`opdesign.costmodel_isa`.
+stage costs its busiest pipe. Instruction cycles come from :mod:`opdesign.costmodel.isa`.
 Mapping of the AT-01 steps to PTO instructions (our choice where PTO has no
 one-to-one instruction): scale -> TMULS; row max -> TROWMAX; ``s - m`` ->
 TROWEXPAND + TSUB; exp -> TEXP; row sum -> TROWSUM; P cast -> TCVT; ``alpha * O``
@@ -39,11 +39,12 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from opdesign import budget
 from opdesign.catalog import load_catalog
-from opdesign.costmodel_isa import TRANSFER_HEAD_CYCLES, bandwidth, cvt_cycles, matmul_cycles, vector_cycles
-from opdesign.costmodel_space import Context, cdiv, valid_blocks
-from opdesign.estimate_parts import vec_cols_v2
+from opdesign.costmodel.isa import TRANSFER_HEAD_CYCLES, bandwidth, cvt_cycles, matmul_cycles, vector_cycles
+from opdesign.costmodel.space import Context, cdiv, valid_blocks
+from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM
+from opdesign.plan.tiles import vec_cols_v2
+from opdesign.spec import DTYPE_BYTES
 
 STAGES = ("C1", "V1", "C2", "V2", "sched")
 #: PTO instructions per vector tile (AT-01 steps, mapping in the module docstring)
@@ -72,7 +73,7 @@ class CostParams(BaseModel):
                     "(set_flag + wait_flag at 1 cycle each + a 16-cycle vector pipe drain), pto-isa "
                     "cce_costmodel_sync.hpp; measure 1 vs 2 streams to replace it.")
     pipeline_depth: int = Field(
-        budget.KERNEL_TASK_NUM, ge=1,
+        KERNEL_TASK_NUM, ge=1,
         description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
                     "(budget.py), the depth the L1/UB static buffers are sized for.")
 
@@ -100,7 +101,7 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
     spec, dev = ctx.spec, ctx.device
     s = spec.shape
     d, dt, pdt = s.head_dim, spec.dtype, ctx.p_dtype
-    b, pb, acc = budget.DTYPE_BYTES[dt], budget.DTYPE_BYTES[pdt], budget.ACC_BYTES
+    b, pb, acc = DTYPE_BYTES[dt], DTYPE_BYTES[pdt], ACC_BYTES
     col_w = load_catalog().constraint("C-TILE-02").param("align_bytes") // acc
     page = s.block_size if spec.kv_cache == "paged" else None
     q, kv, m0, m1, n0, n1 = c["q"], c["kv"], c["m0"], c["m1"], c["n0"], c["n1"]
@@ -147,7 +148,7 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
 
 def allocation_matrix(pattern: np.ndarray, cores: int, repeats: int) -> np.ndarray:
     """Copies of each pattern position per core, ``[len(pattern), cores]``: the vectorised twin of
-    :func:`opdesign.estimate_variants.greedy_allocation` (same integer closed form)."""
+    :func:`opdesign.plan.blocks.greedy_allocation` (same integer closed form)."""
     period = int(pattern.sum())
     out = np.zeros((len(pattern), cores), dtype=np.int64)
     if period == 0 or repeats == 0:

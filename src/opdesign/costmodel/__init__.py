@@ -1,0 +1,19 @@
+"""The PTO-style cost model: rank the legal tilings around a plan (a filter for benchmarking).
+
+:mod:`.isa` instruction cycles, :mod:`.space` candidates and hard rules, :mod:`.stages` per-stage
+cycles and the FAI pipeline, :mod:`.rank` the ranking. It takes a SPEC and its plan, never the
+estimator; text rendering is :mod:`opdesign.render.costmodel`.
+"""
+
+from opdesign.costmodel.rank import (
+    CandidateRow,
+    CostParams,
+    Ranking,
+    RejectedRow,
+    parameter_table,
+    rank_candidates,
+    tuning_candidates,
+)
+
+__all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
+           "tuning_candidates"]
