@@ -1,7 +1,7 @@
 """Attention-aware signals of a golden function, found by syntax alone.
 
 These signals sit next to the CANNBot-compatible counts and never change them;
-:func:`opdesign.golden.decide_module_count` combines them with the design
+:func:`opdesign.golden.estimate.decide_module_count` combines them with the design
 parameters into the module count the plan uses.
 
 What is detected (all by :mod:`ast`, names are hints, nothing is executed):
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from opdesign.golden_ast import FunctionNode, call_name, is_matmul, walk_local
+from opdesign.golden.syntax import FunctionNode, call_name, is_matmul, walk_local
 
 _MAX_CALLS = frozenset({"maximum", "fmax", "amax", "max"})
 _SUM_CALLS = frozenset({"sum", "nansum"})
@@ -52,7 +52,7 @@ _ROLE_BY_NAME = (
 _ROLE_ORDER = {"max": 0, "sum": 1, "weighted_sum": 2, "other": 3}
 _GRAD_OUTPUT = re.compile(r"^(d_?|grad_?)(q|k|v|query|key|value)(_\w+)?$")
 _UPSTREAM_GRAD = re.compile(r"^(dout|d_?o|do_|d_?out(put)?|grad_?o|grad_?out(put)?|dy|grad_y)$")
-_STATS_INPUT = re.compile(
+STATS_INPUT = re.compile(
     r"^(l|m|li|mi|l_i|m_i|lse|logsumexp|softmax_(lse|max|sum|stats?)|"
     r"(row|fwd|forward|stats?)_(max|sum|lse|l|m)|(max|sum|lse|l|m)_(fwd|forward|stats?|in|input))$"
 )
@@ -367,7 +367,7 @@ def detect_attention(function: FunctionNode, scope: list[FunctionNode], state: C
     params = _parameters(function)
     grad_outputs = [n for n in _returned_names(function) if _GRAD_OUTPUT.match(n.lower())]
     backward = bool(grad_outputs) or any(_UPSTREAM_GRAD.match(p.lower()) for p in params)
-    stats_inputs = [p for p in params if _STATS_INPUT.match(p.lower())] if backward else []
+    stats_inputs = [p for p in params if STATS_INPUT.match(p.lower())] if backward else []
     return AttentionSignals(
         online_softmax_state=state.online_softmax,
         state_names=state.names,

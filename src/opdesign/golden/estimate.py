@@ -10,7 +10,7 @@ each reported on its own so that none silently changes another:
    ``derive_design_params.py`` formula over effective lines, matmuls, state
    groups ``S`` and cross-tile reductions, with the structural cap and the
    L0/L1 path. ``S`` and the cross-tile count come from the options when given,
-   else from detection (:mod:`opdesign.golden_attention`); the deriver's default
+   else from detection (:mod:`opdesign.golden.attention`); the deriver's default
    is 0 for both. Our counting scope differs on purpose: effective lines are
    those of the selected function (the deriver takes the largest ``*_golden``),
    and matmuls are counted in it and the module-level helpers it calls, not in
@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from opdesign.errors import InputError, NotFoundError
-from opdesign.golden_ast import (
+from opdesign.golden.syntax import (
     FunctionNode,
     GoldenSignals,
     count_matmuls,
@@ -48,7 +48,7 @@ from opdesign.golden_ast import (
     reachable_functions,
     top_level_functions,
 )
-from opdesign.golden_attention import (
+from opdesign.golden.attention import (
     SK16_MIN_MATMULS,
     AttentionSignals,
     count_cross_tile_reductions,
