@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opdesign.golden import GoldenReport
+from opdesign.golden.estimate import GoldenReport
 
 
 def _yes(flag: bool) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opdesign.costmodel import CandidateRow, Ranking
+from opdesign.costmodel.rank import CandidateRow, Ranking
 
 _HEAD = (f"{'rank':>6} {'q_tile':>6} {'kv_tile':>7} {'qk':>4} {'pv':>4} {'vec':>7} {'unroll':>6} {'G':>2} {'S':>2} "
          f"{'score_cycles':>13} {'C1':>9} {'V1':>9} {'C2':>9} {'V2':>9} {'sched':>6}  bottleneck")

@@ -1,0 +1,111 @@
+"""Plan -> artifact texts: DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py.
+
+Rendering formats what the estimator decided and never computes a design
+number. Output is deterministic (same SPEC, same bytes): YAML is dumped with a
+fixed key order, no timestamps, no absolute paths. Per-skeleton text comes from
+the skeleton's template folder (``templates/<id>/``) and its registered
+:class:`~opdesign.skeletons.base.Skeleton`; writing the files is :mod:`opdesign.render.write`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from opdesign.paths import data_dir
+from opdesign.plan.models import Plan
+from opdesign.render.headings import HEADINGS, SUBHEADINGS
+from opdesign.skeletons.registry import find, skeleton_of
+
+Lang = Literal["en", "zh"]
+
+def _cell(value: Any) -> str:
+    """Markdown table cell: no pipes or newlines break the row."""
+    text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or "-"
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(data_dir("templates"))),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["cell"] = _cell
+    env.filters["py"] = repr
+    env.filters["kib"] = lambda b: f"{b / 1024:.2f} KiB"
+    return env
+
+
+def _dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+
+
+def render_design(plan: Plan, lang: Lang = "en") -> str:
+    """DESIGN.md text: front matter with the ``opdesign:`` block, then the seven chapters."""
+    front = {
+        "schema_version": 1,
+        "op_name": plan.op_name,
+        "dynamic_axes": plan.dynamic_axes,
+        "opdesign": plan.design_block(),
+    }
+    fallback = find(plan.fallback_from)
+    body = _env().get_template("DESIGN.md.j2").render(
+        plan=plan, h=HEADINGS[lang], sh=SUBHEADINGS[lang], lang=lang,
+        pseudocode=render_pseudocode(plan), skeleton_dir=skeleton_dir(plan),
+        fallback_dir=fallback.template_dir if fallback else None,
+    )
+    return "---\n" + _dump_yaml(front) + "---\n\n" + body
+
+
+def skeleton_dir(plan: Plan) -> str:
+    """Template folder of the plan's skeleton (``Skeleton.template_dir``, e.g. ``sk01``)."""
+    return skeleton_of(plan).template_dir
+
+
+def render_pseudocode(plan: Plan) -> str:
+    """The PyPTO-style kernel pseudocode of the pseudocode chapter (parses with ``ast``)."""
+    return _env().get_template(f"{skeleton_dir(plan)}/pseudocode.py.j2").render(plan=plan)
+
+
+def render_interfaces(plan: Plan) -> str:
+    """eval/module_interfaces.yaml in the CANNBot format (domain.md §9)."""
+    data = {
+        "schema_version": 1,
+        "op": plan.op_name,
+        "primary_inputs": [t.model_dump() for t in plan.primary_inputs],
+        "modules": [m.model_dump() for m in plan.modules],
+        "final_outputs": [{"name": t.name, "source": f"module_{plan.modules[-1].id}"} for t in plan.final_outputs],
+        "composition_verification": {
+            "rtol": plan.rtol,
+            "atol": plan.atol,
+            "representative_shapes": [{"name": c["name"], **c["shape"]} for c in plan.typical_configs],
+            "seeds": sorted({c["seed"] for c in plan.typical_configs}),
+        },
+        "numerical_notes": skeleton_of(plan).numerical_notes(plan),
+    }
+    return _dump_yaml(data)
+
+
+def render_scaffold(plan: Plan) -> str:
+    """The numpy scaffold running the designed loop nest, with a float64 golden and a self-check."""
+    return _env().get_template(f"{skeleton_dir(plan)}/scaffold.py.j2").render(plan=plan)
+
+
+def render_all(plan: Plan, lang: Lang = "en") -> dict[str, str]:
+    """Relative path -> file text for the three artifacts."""
+    return {
+        "DESIGN.md": render_design(plan, lang),
+        "eval/module_interfaces.yaml": render_interfaces(plan),
+        f"{plan.op_name}_scaffold.py": render_scaffold(plan),
+    }
+
+
+def render_plan_text(plan: Plan) -> str:
+    """The Plan for people (``opdesign estimate``)."""
+    return _env().get_template("plan.txt.j2").render(plan=plan)
