@@ -55,7 +55,7 @@ def estimate(
     if as_json:
         typer.echo(plan.model_dump_json(indent=2))
         return
-    from opdesign.render import render_plan_text
+    from opdesign.render.design import render_plan_text
 
     typer.echo(render_plan_text(plan), nl=False)
 
@@ -77,7 +77,7 @@ def new(
     for path in result.files:
         typer.echo(f"wrote {path}")
     p = result.plan
-    form = f"{p.form} form" if p.skeleton.id == "SK-01" else p.variant
+    form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
     typer.echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
                f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
@@ -179,7 +179,7 @@ def rules(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the rule catalog (constraints C-TILE/LOOP/SYM/DATA/API, then the validator's checks), or show one rule in full."""
-    from opdesign.validate.registry import all_rules, get_rule
+    from opdesign.validate.collect import all_rules, get_rule
 
     if rule_id is None:
         checks = all_rules()
@@ -224,7 +224,7 @@ def golden_cmd(
 ) -> None:
     """Estimate the module count of a golden: CANNBot signals, design parameters, attention-aware decision."""
     from opdesign.golden import estimate_golden
-    from opdesign.golden_render import render_golden_text
+    from opdesign.render.golden import render_golden_text
 
     report = estimate_golden(golden, function, state_groups, cross_tile_reduce)
     typer.echo(report.model_dump_json(indent=2) if as_json else render_golden_text(report))
@@ -264,13 +264,11 @@ def rank_cmd(
     show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids"),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
-    from opdesign.costmodel import rank_candidates
-    from opdesign.costmodel_render import render_ranking_text
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.pipeline import plan_from_spec_file, rank_spec
+    from opdesign.render.costmodel import render_ranking_text
     from opdesign.spec import load_spec
 
-    ranking = rank_candidates(load_spec(spec), top=top, include_rejected=show_rejected,
-                              plan=plan_from_spec_file(spec))
+    ranking = rank_spec(load_spec(spec), plan_from_spec_file(spec), top, show_rejected)
     typer.echo(ranking.model_dump_json(indent=2) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
 
 # === tool / mcp ===
@@ -283,7 +281,7 @@ _ROOT_HELP = "folder every tool path is relative to; paths resolving outside it 
 @tool_app.command("list")
 def tool_list() -> None:
     """Print every tool (name, description, inputSchema, outputSchema) as a JSON array."""
-    from opdesign.tools import tool_definitions
+    from opdesign.agent.tools import tool_definitions
 
     typer.echo(json.dumps(tool_definitions(), indent=2, ensure_ascii=False))
 
@@ -295,7 +293,7 @@ def tool_call(
     root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP),
 ) -> None:
     """Run one tool: JSON object on stdin, JSON result on stdout; errors are {"error": {...}} and exit 2."""
-    from opdesign.tools import main_call
+    from opdesign.agent.tools import main_call
 
     raise typer.Exit(main_call(name, input_file, root))
 
@@ -303,7 +301,7 @@ def tool_call(
 @app.command("mcp")
 def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP)) -> None:
     """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign\\[mcp]'."""
-    from opdesign.mcp_server import serve
+    from opdesign.agent.mcp_server import serve
 
     serve(root)
 

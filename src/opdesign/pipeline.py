@@ -1,22 +1,25 @@
-"""The main job end to end: SPEC file -> Plan -> rendered artifacts on disk.
+"""The main job end to end: SPEC file -> Plan (+ cost-model rank) -> rendered artifacts on disk.
 
-The CLI and the agent tools both call these functions.
+The CLI and the agent tools both call these functions. The cost model (numpy) is imported only
+by the functions that rank, so a plain estimate stays numpy-free.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from opdesign.errors import OpdesignError, SpecError
-from opdesign.estimate import estimate, with_tuning
-from opdesign.plan import Plan
+from opdesign.golden import estimate_golden
+from opdesign.plan.models import Plan
+from opdesign.render.design import Lang, render_all
+from opdesign.render.write import write_artifacts
+from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
 from opdesign.spec import Spec, load_spec
 
 if TYPE_CHECKING:
-    from opdesign.render import Lang
+    from opdesign.costmodel import CostParams, Ranking
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,6 @@ def golden_module_count(spec: Spec, spec_path: Path) -> tuple[int, str] | None:
     """
     if spec.golden is None:
         return None
-    from opdesign.golden import estimate_golden
-
     path = (spec_path.parent / spec.golden).resolve()
     if path.suffix != ".py" or not path.is_file():
         raise SpecError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC")
@@ -56,6 +57,37 @@ def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
     return with_tuning(spec, plan) if tuning else plan
 
 
+def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
+              params: CostParams | None = None) -> Ranking:
+    """``opdesign rank``: the cost-model ranking of a plan's candidates.
+
+    Raises:
+        SpecError: the plan's skeleton is not one the cost model ranks (``Skeleton.ranked``).
+    """
+    from opdesign.costmodel import rank_candidates
+
+    if not skeleton_of(plan).ranked:
+        ranked = ", ".join(s.id for s in SKELETONS if s.ranked)
+        raise SpecError(f"rank: the cost model ranks {ranked} tilings; {spec.op_name} is planned with {plan.skeleton.id}")
+    return rank_candidates(spec, plan, top, include_rejected, params=params)
+
+
+def with_tuning(spec: Spec, plan: Plan) -> Plan:
+    """The plan plus the cost-model rank of its tiles and the next best legal candidates.
+
+    Plans of a skeleton the cost model does not rank come back unchanged. Kept out of
+    :func:`~opdesign.skeletons.registry.estimate` so that planning never calls the cost model;
+    ``opdesign new`` attaches the ranking here.
+    """
+    if not skeleton_of(plan).ranked:
+        return plan
+    from opdesign.costmodel import rank_candidates, tuning_candidates
+
+    ranking = rank_candidates(spec, plan, top=1)
+    return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
+                                   "tuning": tuning_candidates(spec, plan, n=3)})
+
+
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = "en",
                force: bool = False) -> NewResult:
     """``opdesign new``: plan the SPEC and write the three artifacts under ``out_dir``.
@@ -63,8 +95,6 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
     invalid or a target exists without ``force``.
     """
-    from opdesign.render import render_all, write_artifacts
-
     plan = plan_from_spec_file(spec_path, tuning=True)
     files = render_all(plan, lang)
     written = write_artifacts(files, Path(out_dir) if out_dir is not None else Path(plan.op_name), force=force)

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from opdesign.catalog import load_catalog
 from opdesign.errors import NotFoundError, SpecError
 
 MAX_SPEC_BYTES = 1_000_000
@@ -209,8 +210,6 @@ class Spec(_Strict):
 
     @model_validator(mode="after")
     def _cross_fields(self) -> Spec:
-        from opdesign.catalog import load_catalog
-
         devices = load_catalog().devices
         if self.device not in devices:
             raise _FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from opdesign.tools_base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
+from opdesign.agent.base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
 
 SPEC_PATH = Field(description="SPEC YAML file, relative to the tool root", min_length=1, max_length=4096)
 
@@ -171,9 +171,9 @@ def _ranking_model() -> type[BaseModel]:
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
     from opdesign.pipeline import plan_from_spec_file
 
-    rank = require_library("opdesign.costmodel", "rank_candidates")
+    rank = require_library("opdesign.pipeline", "rank_spec")
     spec_file, spec = _spec_file(root, args.spec_path)
-    return rank(spec, top=args.top, include_rejected=args.include_rejected, plan=plan_from_spec_file(spec_file))
+    return rank(spec, plan_from_spec_file(spec_file), args.top, args.include_rejected)
 
 
 # --- estimate_golden ---

@@ -1,4 +1,4 @@
-"""``opdesign mcp``: the agent tools (:mod:`opdesign.tools`) served over MCP on stdio.
+"""``opdesign mcp``: the agent tools (:mod:`opdesign.agent.tools`) served over MCP on stdio.
 
 Uses the official ``mcp`` Python SDK (optional extra: ``pip install 'opdesign[mcp]'``),
 imported only when the server starts. Both SDK generations are supported:
@@ -21,7 +21,7 @@ from typing import Any
 
 from opdesign import __version__
 from opdesign.errors import OpdesignError
-from opdesign.tools import Root, call_tool, tool_definitions
+from opdesign.agent.tools import Root, call_tool, tool_definitions
 
 SERVER_NAME = "opdesign"
 INSTRUCTIONS = (

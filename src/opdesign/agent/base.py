@@ -3,7 +3,7 @@
 A tool is a name, a one-paragraph description for an agent, a pydantic input
 model and a pydantic output model (both JSON Schemas are generated from them)
 and a ``run(args, root)`` function that calls the same library functions as
-the CLI. :mod:`opdesign.tools` lists the tools and dispatches calls.
+the CLI. :mod:`opdesign.agent.tools` lists the tools and dispatches calls.
 
 Safety: every path a tool reads or writes is given relative to a root folder
 (``--root``, default the current directory) and is refused with

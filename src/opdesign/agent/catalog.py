@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from opdesign.errors import NotFoundError
-from opdesign.tools_base import Root, Tool, ToolInput, ToolOutput, require_library
+from opdesign.agent.base import Root, Tool, ToolInput, ToolOutput, require_library
 
 RULE_ID = Field(min_length=1, max_length=64, description="rule id, e.g. C-TILE-02 or SK-01-R3")
 _CARD_RULE = re.compile(r"^((?:SK|AT)-\d{2})-R\d+$", re.IGNORECASE)
@@ -90,7 +90,7 @@ class ListRulesResult(ToolOutput):
 
 def _checks() -> dict[str, Any]:
     """The validator's registered checks by id (``opdesign.validate.registry``)."""
-    return require_library("opdesign.validate.registry", "all_rules")()
+    return require_library("opdesign.validate.collect", "all_rules")()
 
 
 def _rule_rows() -> list[dict[str, Any]]:

@@ -1,19 +1,19 @@
 """The agent tool surface in one place: the tool list, JSON Schemas, dispatch, JSON errors.
 
 The same tools serve ``opdesign tool list``, ``opdesign tool call NAME`` and the
-MCP server (:mod:`opdesign.mcp_server`). A call is one JSON object in and one
+MCP server (:mod:`opdesign.agent.mcp_server`). A call is one JSON object in and one
 JSON object out:
 
 * result: the tool's output model serialised with ``model_dump(mode="json")``;
 * error: ``{"error": {"code", "message", "details"}}`` with a code from
-  :data:`~opdesign.tools_base.ERROR_CODES` (``tool call`` exits 2).
+  :data:`~opdesign.agent.base.ERROR_CODES` (``tool call`` exits 2).
 
 Inputs are checked against the tool's input JSON Schema (jsonschema) before the
-tool runs. Paths are relative to the tool root (:class:`~opdesign.tools_base.Root`);
+tool runs. Paths are relative to the tool root (:class:`~opdesign.agent.base.Root`);
 paths in results and messages are relative to it as well. Size limits:
-:data:`~opdesign.tools_base.MAX_TEXT_CHARS` for inline texts,
-:data:`~opdesign.tools_base.MAX_FILE_BYTES` for files a tool reads,
-:data:`~opdesign.tools_base.MAX_REQUEST_BYTES` for a ``tool call`` request.
+:data:`~opdesign.agent.base.MAX_TEXT_CHARS` for inline texts,
+:data:`~opdesign.agent.base.MAX_FILE_BYTES` for files a tool reads,
+:data:`~opdesign.agent.base.MAX_REQUEST_BYTES` for a ``tool call`` request.
 Anything a library prints while a tool runs goes to stderr, never stdout.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from opdesign.errors import InputError, NotFoundError, OpdesignError
-from opdesign.tools_base import (
+from opdesign.agent.base import (
     ERROR_CODES,
     MAX_REQUEST_BYTES,
     InternalError,
@@ -38,8 +38,8 @@ from opdesign.tools_base import (
     Tool,
     ToolIOError,
 )
-from opdesign.tools_catalog import CATALOG_TOOLS
-from opdesign.tools_design import DESIGN_TOOLS
+from opdesign.agent.catalog import CATALOG_TOOLS
+from opdesign.agent.design import DESIGN_TOOLS
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
