@@ -63,7 +63,7 @@ def _prepare_root(root: Path) -> None:
     """A tool root with the example SPECs, the test goldens and one generated operator folder."""
     shutil.copytree(REPO / "examples" / "specs", root / "specs")
     shutil.copytree(REPO / "tests" / "goldens", root / "goldens")
-    from opdesign.tools import call_tool
+    from opdesign.agent.tools import call_tool
 
     payload, ok = call_tool("new_design", {"spec_path": "specs/dense_fa_8192.yaml", "out_dir": "op"}, root)
     if not ok:

@@ -1,7 +1,7 @@
 """Speed of the cost-model ranking: candidates ranked per second, and `opdesign rank` per example.
 
 For every SPEC in examples/specs/: the in-process time of
-`rank_candidates(spec)` (enumerate, check the rules, score and sort every
+`rank_candidates(spec, plan)` (enumerate, check the rules, score and sort every
 candidate; best of `--repeat` warm runs, plus the first cold run), the rate in
 candidates per second, and the wall time of `opdesign rank --spec S` in a fresh
 interpreter (interpreter start-up included). SPECs not planned with SK-01 are
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from opdesign.costmodel import rank_candidates
 from opdesign.errors import SpecError
-from opdesign.estimate import estimate
+from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,10 +41,10 @@ def bench(spec_path: Path, repeat: int) -> dict:
     spec = load_spec(spec_path)
     plan = estimate(spec)
     try:
-        cold, ranking = _timed(lambda: rank_candidates(spec, top=20, plan=plan))
+        cold, ranking = _timed(lambda: rank_candidates(spec, plan, top=20))
     except SpecError as err:
         return {"spec": spec_path.name, "ranked": False, "reason": err.message}
-    warm = min(_timed(lambda: rank_candidates(spec, top=20, plan=plan))[0] for _ in range(repeat))
+    warm = min(_timed(lambda: rank_candidates(spec, plan, top=20))[0] for _ in range(repeat))
     cli, proc = _timed(lambda: subprocess.run([sys.executable, "-m", "opdesign", "rank", "--spec", str(spec_path)],
                                               capture_output=True, text=True, check=False))
     return {"spec": spec_path.name, "ranked": True, "candidates": ranking.enumerated, "legal": ranking.legal,

@@ -283,7 +283,7 @@ def test_cli_cards_list_and_show() -> None:
 
 
 def test_cli_rules() -> None:
-    from opdesign.validate.registry import all_rules
+    from opdesign.validate.collect import all_rules
 
     listed = runner.invoke(app, ["rules"])
     assert listed.exit_code == 0, listed.output

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, run_cli
-from opdesign import budget
+from opdesign.plan import buffers
+from opdesign.skeletons.sk01 import budget
 from opdesign.catalog import load_catalog
 from opdesign.costmodel import CostParams, parameter_table, rank_candidates, tuning_candidates
-from opdesign.costmodel_isa import (
+from opdesign.costmodel.isa import (
     INSTRUCTIONS,
     TRANSFER_HEAD_CYCLES,
     formula_for,
@@ -21,12 +22,14 @@ from opdesign.costmodel_isa import (
     instr_cycles,
     vector_cycles,
 )
-from opdesign.costmodel_space import check_rules, context, enumerate_candidates, vec_shapes
+from opdesign.costmodel.space import check_rules, context, enumerate_candidates, vec_shapes
 from opdesign.errors import CatalogError, SpecError
-from opdesign.estimate import estimate
-from opdesign.estimate_parts import choose_cube_tiles, expansion, vec_tiles
+from opdesign.skeletons.registry import estimate
+from opdesign.plan.tiles import choose_cube_tiles
+from opdesign.skeletons.sk01.parts import expansion, vec_tiles
 
 from opdesign.paths import data_dir
+from opdesign.pipeline import rank_spec
 from opdesign.spec import load_spec
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
@@ -36,7 +39,7 @@ A3 = load_catalog().device("a3")
 
 @pytest.fixture(scope="module")
 def dense_all():
-    return rank_candidates(DENSE, include_rejected=True)
+    return rank_candidates(DENSE, estimate(DENSE), include_rejected=True)
 
 
 # --- instruction cycles ---------------------------------------------------------
@@ -112,16 +115,16 @@ def test_budget_twin_matches_budget_py(name: str) -> None:
         ub = budget.ub_budget(device, q_tile=q, head_dim=spec.shape.head_dim, resident_state=plan.form == "baseline",
                               cube=cube, vec=vec)
         assert rules.bytes["UB"][i] == ub.total_bytes
-        assert rules.bytes["L1"][i] == budget.l1_budget(device, cube, 2).total_bytes
-        for b in [x for t in cube.values() for x in budget.l0_budgets(device, t)]:
+        assert rules.bytes["L1"][i] == buffers.l1_budget(device, cube, 2).total_bytes
+        for b in [x for t in cube.values() for x in buffers.l0_budgets(device, t)]:
             assert rules.bytes[b.buffer][i] == b.total_bytes, b.buffer
         exp = expansion(q, kv, spec.shape.head_dim, vec, 1, fp8=spec.quant == "fp8")
         assert rules.expansion_max[i] == exp.max_per_op
 
 
 def test_allocation_matrix_matches_greedy_allocation() -> None:
-    from opdesign.costmodel_stages import allocation_matrix
-    from opdesign.estimate_variants import greedy_allocation
+    from opdesign.costmodel.stages import allocation_matrix
+    from opdesign.plan.blocks import greedy_allocation
 
     rng = random.Random(11)
     for _ in range(60):
@@ -221,7 +224,7 @@ def test_tuning_candidates_give_gain_against_the_plan() -> None:
 
 
 def test_causal_ranking_balances_valid_blocks() -> None:
-    ranking = rank_candidates(CAUSAL, top=3)
+    ranking = rank_candidates(CAUSAL, estimate(CAUSAL), top=3)
     assert ranking.chosen_rank == 2005
     chosen = ranking.chosen
     # q_tile 128 on seq 1000: valid KV blocks per q block 1..8; 2 x 8 heads -> 576 tasks over 20 cores
@@ -242,7 +245,8 @@ def test_vec_shapes_follow_the_area_rule() -> None:
 
 def test_non_sk01_plans_are_refused() -> None:
     with pytest.raises(SpecError, match="ranks SK-01"):
-        rank_candidates(load_spec(EXAMPLES / "sk16_backward_lm.yaml"))
+        spec = load_spec(EXAMPLES / "sk16_backward_lm.yaml")
+        rank_spec(spec, estimate(spec))
 
 
 def test_every_model_figure_is_documented() -> None:
@@ -250,7 +254,7 @@ def test_every_model_figure_is_documented() -> None:
     assert {r["name"] for r in table} >= set(CostParams.model_fields)
     for r in table:
         assert r["unit"] and len(r["reason"]) > 20, r["name"]
-    slower = rank_candidates(DENSE, top=1, params=CostParams(task_overhead_cycles=1e6))
+    slower = rank_candidates(DENSE, estimate(DENSE), top=1, params=CostParams(task_overhead_cycles=1e6))
     assert slower.rows[0].stages["sched"] == 1e6 / 8   # static range: one dispatch per 8-step root
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import EXAMPLES, run_cli, spec_variant
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate import estimate
+from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec, parse_spec
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")

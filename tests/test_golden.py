@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from opdesign.errors import InputError, NotFoundError
-from opdesign.golden import (
+from opdesign.golden.estimate import (
     GoldenReport,
     GoldenSignals,
     derive_design_params,

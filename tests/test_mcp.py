@@ -13,7 +13,7 @@ import pytest
 
 from conftest import EXAMPLES, REPO
 from opdesign.pipeline import plan_from_spec_file
-from opdesign.tools import tool_definitions
+from opdesign.agent.tools import tool_definitions
 
 DENSE = "specs/dense_fa_8192.yaml"
 NO_MCP = "the optional 'mcp' SDK is not installed (pip install 'opdesign[mcp]'); CI installs it"

@@ -4,19 +4,21 @@ artifacts (validate clean, scaffold self-check), broken scaffold variants and th
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-import opdesign.estimate_sk02 as sk02
+import opdesign.skeletons.sk02.plan as sk02
 from conftest import EXAMPLES, run_cli, spec_variant
-from opdesign import budget
+from opdesign.skeletons.sk02 import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate import estimate
-from opdesign.render import render_all, render_scaffold
+from opdesign.skeletons import registry
+from opdesign.skeletons.registry import estimate
+from opdesign.render.design import render_all, render_scaffold
 from opdesign.spec import load_spec, parse_spec
 from opdesign.validate import validate_text
 
@@ -116,14 +118,14 @@ def test_before_pv_normalisation_scaffold_passes(tmp_path):
 
 
 def _expect_fallback(spec, monkeypatch, failed_id: str) -> None:
-    """estimate() hands the SPEC to estimate_sk01 with fallback_from and the failed condition."""
+    """estimate() hands the SPEC to the fallback (SK-01) planner with fallback_from and the failed condition."""
     seen = {}
 
     def fake_sk01(spec_arg, golden=None, **overrides):
         seen.update(overrides)
         return "sk01-plan"
 
-    monkeypatch.setattr(sk02, "estimate_sk01", fake_sk01)
+    monkeypatch.setattr(registry, "FALLBACK", dataclasses.replace(registry.FALLBACK, plan=fake_sk01))
     assert estimate(spec) == "sk01-plan"
     assert seen["fallback_from"] == "SK-02"
     assert [c.id for c in seen["skeleton_checks"] if not c.passed] == [failed_id]

@@ -12,8 +12,8 @@ import yaml
 from conftest import EXAMPLES, run_cli
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.estimate import estimate
-from opdesign.render import render_design
+from opdesign.skeletons.registry import estimate
+from opdesign.render.design import render_design
 from opdesign.spec import Spec, TwoPassReason, load_spec, parse_spec
 from opdesign.validate.engine import validate_text
 

@@ -21,8 +21,8 @@ from markdown_it import MarkdownIt
 
 from conftest import EXAMPLES, REPO
 from opdesign.paths import data_dir
-from opdesign.tools import TOOLS, call_tool
-from opdesign.tools_base import ERROR_CODES, MAX_FILE_BYTES, MAX_TEXT_CHARS, error_schema
+from opdesign.agent.tools import TOOLS, call_tool
+from opdesign.agent.base import ERROR_CODES, MAX_FILE_BYTES, MAX_TEXT_CHARS, error_schema
 
 SKILL = data_dir("skills") / "opdesign" / "SKILL.md"
 MARKER = re.compile(r"^<!--\s*(call|result):\s*([a-z_]+)\s*-->$")

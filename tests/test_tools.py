@@ -12,8 +12,8 @@ from jsonschema.validators import validator_for
 
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.pipeline import plan_from_spec_file
-from opdesign.tools import TOOLS, call_tool, tool_definitions
-from opdesign.tools_base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
+from opdesign.agent.tools import TOOLS, call_tool, tool_definitions
+from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
 
 TOOL_NAMES = {
     "spec_schema", "estimate_design", "new_design", "validate_design", "rank_candidates",
@@ -115,7 +115,7 @@ def test_a_call_loads_only_what_it_needs():
     calls = [("spec_schema", {}), ("list_patterns", {}), ("get_pattern", {"id": "SK-01"}),
              ("list_rules", {}), ("explain_rule", {"id": "C-TILE-02"}),
              ("estimate_golden", {"golden_path": "tests/goldens/dense_forward_golden.py"})]
-    code = ("import sys, json; from opdesign.tools import call_tool; "
+    code = ("import sys, json; from opdesign.agent.tools import call_tool; "
             f"oks = [call_tool(n, a)[1] for n, a in {calls!r}]; "
             "print(json.dumps([all(oks), sorted(m for m in ('numpy', 'jinja2') if m in sys.modules)]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
@@ -293,13 +293,13 @@ def test_missing_root_is_not_found():
 
 
 def _fake_tool(monkeypatch, run):
-    from opdesign.tools_catalog import ListRulesInput, ListRulesResult
+    from opdesign.agent.catalog import ListRulesInput, ListRulesResult
 
     monkeypatch.setitem(TOOLS, "fake", Tool("fake", "test tool", ListRulesInput, lambda: ListRulesResult, run))
 
 
 def test_library_output_goes_to_stderr_and_bugs_become_internal_error(monkeypatch, capsys):
-    from opdesign.tools_catalog import ListRulesResult
+    from opdesign.agent.catalog import ListRulesResult
 
     def chatty(args, root):
         print("progress line")
@@ -358,7 +358,7 @@ def test_rank_candidates_matches_the_cli_library_call(root):
 
     spec_file = root / "specs/dense_fa_8192.yaml"
     ranking = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml"}, root)
-    direct = rank_candidates(load_spec(spec_file), top=10, plan=plan_from_spec_file(spec_file))
+    direct = rank_candidates(load_spec(spec_file), plan_from_spec_file(spec_file), top=10)
     assert ranking == direct.model_dump(mode="json")
     assert len(ranking["rows"]) == 10 and ranking["rejected"] == []
     assert [r["rank"] for r in ranking["rows"]] == list(range(1, 11))
@@ -372,7 +372,7 @@ def test_rank_candidates_matches_the_cli_library_call(root):
 
 
 def test_a_missing_component_degrades_its_tool_not_the_list(monkeypatch, capsys):
-    from opdesign.tools_base import InternalError
+    from opdesign.agent.base import InternalError
 
     def missing():
         raise InternalError("opdesign.costmodel does not provide Ranking")

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES, run_cli
-from opdesign.estimate import estimate
-from opdesign.estimate_variants import balance, greedy_balance, kv_block_ranges
+from opdesign.skeletons.registry import estimate
+from opdesign.plan.blocks import balance, greedy_balance, kv_block_ranges
 from opdesign.spec import load_spec
 
 
