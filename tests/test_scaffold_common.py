@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from conftest import EXAMPLES, spec_variant
-from opdesign.estimate import estimate
-from opdesign.render import render_scaffold
+from opdesign.skeletons.registry import estimate
+from opdesign.render.design import render_scaffold
 from opdesign.spec import load_spec
 
 # causal_gqa_tail's own configs take a minute on the CPU: three small ones that keep Q and KV tails
