@@ -84,6 +84,7 @@ def _scaffold(out, spec):
     return subprocess.run([sys.executable, str(out / f"{spec}_scaffold.py")], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_causal_scaffold_passes_and_covers_tails(tmp_path):
     out = _new(tmp_path, "causal_gqa_tail")
     res = _scaffold(out, "causal_gqa_tail")
@@ -92,6 +93,7 @@ def test_causal_scaffold_passes_and_covers_tails(tmp_path):
     assert "self-check: 3 of 3 configs within tolerance" in res.stdout
 
 
+@pytest.mark.slow
 def test_dense_8192_scaffold_passes(tmp_path):
     out = _new(tmp_path, "dense_fa_8192")
     res = _scaffold(out, "dense_fa_8192")
@@ -106,6 +108,7 @@ def test_dense_8192_scaffold_passes(tmp_path):
      "ok = (rows[:, None] < seq_q) & ((kv_off + np.arange(KV_TILE))[None, :] < seq_kv)"),  # kernel ignores the causal mask
     ("dense_fa_8192", "oi = alpha * oi + beta * oij", "oi = oi + beta * oij"),
 ])
+@pytest.mark.slow
 def test_scaffold_self_check_fails_on_a_broken_kernel(tmp_path, spec, old, new):
     out = _new(tmp_path, spec)
     path = out / f"{spec}_scaffold.py"

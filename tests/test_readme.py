@@ -3,12 +3,21 @@
 from conftest import REPO
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_commands():
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().splitlines()
-    command = ci[-1]
-    assert command.startswith("python -m pip install") and command.endswith("python -m pytest")
-    assert f"python3 -m venv .venv && . .venv/bin/activate && {command}" in readme
+    fast, marked = ci[-2], ci[-1]
+    assert fast.startswith("python -m pip install") and "'.[test,mcp,pypto]'" in fast
+    assert fast.endswith("python -m pytest && ruff check src tests")
+    assert f"python3 -m venv .venv && . .venv/bin/activate && {fast}\n" in readme
+    assert marked == 'python -m pytest -m "slow or pypto"' and f"\n{marked}\n" in readme
+
+
+def test_the_default_run_is_the_fast_set():
+    import tomllib
+
+    addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "-m 'not slow and not pypto'" in addopts
 
 
 def test_installed_wheel_carries_its_data():

@@ -59,6 +59,7 @@ def _run(script: str, tmp_path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("skeleton", sorted(CASES))
+@pytest.mark.slow
 def test_kernel_error_fails_its_config_and_the_others_still_run(skeleton, tmp_path):
     script, names = _scaffold(skeleton)
     assert len(names) == 3

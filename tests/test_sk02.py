@@ -101,6 +101,7 @@ def test_many_kv_heads_use_pypto_loop_and_validate_clean():
     assert report.findings == []
 
 
+@pytest.mark.slow
 def test_before_pv_normalisation_scaffold_passes(tmp_path):
     """head_dim >= S2_TILE divides P before PV; the scaffold still matches the golden."""
     spec = _variant(shape__topk=64, shape__head_dim=128, shape__seq_kv=200,
@@ -187,6 +188,7 @@ def test_spec_topk_axis_needs_topk_mask_and_scope_is_named():
 # --- artifacts ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_new_validate_and_scaffold_self_check(tmp_path):
     out = tmp_path / "sparse"
     res = run_cli("new", "--spec", str(EXAMPLES / "sparse_topk_2048.yaml"), "--out", str(out))
@@ -217,6 +219,7 @@ BROKEN = {  # name: (original line, broken line, configs that must FAIL)
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
+@pytest.mark.slow
 def test_broken_scaffold_variant_fails_its_self_check(name, tmp_path):
     script = render_scaffold(estimate(SPARSE))
     old, new, failing = BROKEN[name]

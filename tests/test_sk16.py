@@ -152,6 +152,7 @@ def test_zh_design_validates_clean(tmp_path):
     assert res.returncode == 0 and "0 errors, 0 warnings" in res.stdout, res.stdout
 
 
+@pytest.mark.slow
 def test_scaffold_self_check_passes_with_tails(generated):
     res = _run(generated / "sk16_backward_lm_scaffold.py")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -161,6 +162,7 @@ def test_scaffold_self_check_passes_with_tails(generated):
     assert "dq: max_abs_err=" in lines[0] and "dk: max_abs_err=" in lines[0] and "dv: max_abs_err=" in lines[0]
 
 
+@pytest.mark.slow
 def test_scaffold_without_the_dk_scale_fails_its_self_check(generated, tmp_path):
     text = (generated / "sk16_backward_lm_scaffold.py").read_text()
     scaled = "dkj = dkj * scale  # V2: scale dK"
@@ -178,6 +180,7 @@ def test_scaffold_without_the_dk_scale_fails_its_self_check(generated, tmp_path)
 
 @pytest.mark.parametrize("changes", [{"two_pass_reason": "deterministic_reduction"}, {"mask": "causal"},
                                      {"layout": "BSND"}])
+@pytest.mark.slow
 def test_variant_scaffolds_pass(tmp_path, changes):
     spec = tmp_path / "variant.yaml"
     spec.write_text(yaml.safe_dump(_data(op_name="variant", **changes)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 
 import pytest
 from jsonschema.validators import validator_for
@@ -17,7 +16,7 @@ from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHAR
 
 TOOL_NAMES = {
     "spec_schema", "estimate_design", "new_design", "validate_design", "rank_candidates",
-    "list_patterns", "get_pattern", "list_rules", "explain_rule", "estimate_golden",
+    "list_patterns", "get_pattern", "list_rules", "explain_rule", "estimate_golden", "verify_design",
 }  # fmt: skip
 DENSE = "examples/specs/dense_fa_8192.yaml"
 ERROR_SCHEMA = error_schema()
@@ -95,16 +94,12 @@ def test_estimate_design_returns_the_plan_of_the_library():
     assert plan["head_dim"] == 128 and plan["num_heads"] == 8
 
 
-def test_tool_call_estimate_design_on_stdin_is_fast_and_clean():
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        res = run_cli("tool", "call", "estimate_design", cwd=REPO, input=json.dumps({"spec_path": DENSE}))
-        best = min(best, time.perf_counter() - start)
-        assert res.returncode == 0, res.stderr
+def test_tool_call_estimate_design_on_stdin_is_clean():
+    # its speed is a benchmark figure (benchmarks/bench_mcp.py), never a test assertion
+    res = run_cli("tool", "call", "estimate_design", cwd=REPO, input=json.dumps({"spec_path": DENSE}))
+    assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["op_name"] == "dense_fa_8192"
     assert res.stdout.count("\n") == 1
-    assert best < 1.0, f"tool call estimate_design took {best:.2f} s (target 0.5 s)"
 
 
 def test_a_call_loads_only_what_it_needs():

@@ -7,6 +7,8 @@ invalid UTF-8, 10 MB files, YAML tags and alias bombs, deep nesting.
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 import yaml
@@ -147,17 +149,18 @@ def test_many_designs_in_one_call(tmp_path: Path) -> None:
     assert len(report.files) == 20 and report.findings == []
 
 
-def test_a_file_at_the_size_limit_is_checked_fast() -> None:
-    """At the former 5 MiB limit, 2.5 M lines of 'a' took 38 s and 2.2 GB (markdown-it per-line cost)."""
+@pytest.mark.slow
+def test_a_file_at_the_size_limit_is_checked_in_bounded_memory() -> None:
+    """At the former 5 MiB limit, 2.5 M lines of 'a' took 38 s and 2.2 GB (markdown-it per-line cost).
+
+    Time is a benchmark figure (benchmarks/bench_validate.py), never asserted here.
+    """
     import resource
-    import time
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for unit in ("a\n", "- - a\n"):
         text = (unit * (MAX_INPUT_BYTES // len(unit)))[:MAX_INPUT_BYTES]
-        start = time.perf_counter()
         report = validate_text(text)
-        assert time.perf_counter() - start < 10, unit
         assert report.exit_code == 1 and report.unusable_inputs == []
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500 * 1024  # KiB on Linux
 

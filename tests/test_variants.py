@@ -41,6 +41,7 @@ def _spec_file(tmp_path, base, name, **changes):
 
 
 @pytest.mark.parametrize("name", ["paged_fp8_decode", "causal_gqa_fai", "sliding_window_512"])
+@pytest.mark.slow
 def test_variant_examples_pass_their_self_check(tmp_path, name):
     res = _run(_new(tmp_path, EXAMPLES / f"{name}.yaml", name))
     assert res.returncode == 0, res.stdout + res.stderr
@@ -79,6 +80,7 @@ def test_mask_tensor_takes_the_fa_score_candidates(tmp_path):
     ("paged_fp8_decode", "oij = (pij_c @ vj) / p_scale *", "oij = (pij_c @ vj) * p_scale *"),  # FP8 scale inverted
     ("sliding_window_512", "ok &= kv_cols[None, :] > diag - WINDOW", "ok &= kv_cols[None, :] > diag - 2 * WINDOW"),
 ])
+@pytest.mark.slow
 def test_broken_variant_fails_its_self_check(tmp_path, spec, old, new):
     if spec == "paged_fp8_decode":
         path = _new(tmp_path, _spec_file(tmp_path, spec, "paged64", shape={"block_size": 64}), "paged64")
@@ -99,6 +101,7 @@ def test_broken_variant_fails_its_self_check(tmp_path, spec, old, new):
 
 
 @pytest.mark.parametrize("mask,extra", [("causal", {}), ("sliding_window", {"window": 64}), ("tensor", {})])
+@pytest.mark.slow
 def test_fully_masked_rows_are_zero_not_nan(tmp_path, mask, extra):
     # seq_q > seq_kv: with bottom-right alignment the first rows see no column at all
     path = _spec_file(tmp_path, "causal_gqa_tail", f"fm_{mask}", mask=mask, shape=dict(extra),
@@ -188,6 +191,7 @@ def test_balance_says_when_fewer_cores_do_as_well():
     assert greedy_balance([0, 0], 4) == ([0, 0, 0, 0], [0, 0, 0, 0])
 
 
+@pytest.mark.slow
 def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
     # topk 16384 cannot stay resident in UB (SK-02 condition 2): SK-01 takes over with a top-k mask
     path = _spec_file(tmp_path, "sparse_topk_2048", "topk_fallback", shape={"topk": 16384, "seq_kv": 4096},
@@ -204,7 +208,8 @@ def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_long_context_plan_is_fast_to_build_and_validates(tmp_path):
+@pytest.mark.slow
+def test_long_context_plan_builds_and_validates(tmp_path):
     # 64 x 64 heads, causal 128K: 4.2 million roots and 2.1e9 tasks (counts above 2^31 are legitimate)
     path = _spec_file(tmp_path, "causal_gqa_fai", "longctx", device="a3",
                       shape={"batch": 64, "num_heads": 64, "num_kv_heads": 8, "seq_q": 131072, "seq_kv": 131072},
