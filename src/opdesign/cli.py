@@ -253,6 +253,30 @@ def validate_cmd(
     typer.echo(FORMATTERS[fmt](report), nl=False)
     raise typer.Exit(report.exit_code)
 
+# === verify (optional extra: opdesign[pypto]) ===
+
+
+@app.command("verify")
+def verify_cmd(
+    design_dir: Path = typer.Argument(..., help="design folder written by `opdesign new` (or its *_kernel.py)"),
+    config: list[str] = typer.Option(None, "--config", help="run only this typical config (repeatable)"),
+    quick: bool = typer.Option(False, "--quick", help="shrunk shapes (every shrink is stated in the output)"),
+    no_verify: bool = typer.Option(False, "--no-verify", help="compile + SIM only (verify SKIPPED)"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Compile, simulate (PyPTO SIM) and pass-verify DIR/<op>_kernel.py on the CPU, per typical config.
+
+    Needs the extra: pip install 'opdesign\\[pypto]'. Exit 0 when every config compiled, simulated and verified; 1 when one did not; 2 for unusable input or a missing extra.
+    """
+    from opdesign.pypto_run.design import verify_dir
+    from opdesign.pypto_run.selfcheck import format_report
+
+    report = verify_dir(design_dir, configs=config or None, quick=quick, verify=not no_verify,
+                        progress=lambda msg: typer.echo(msg, err=True))
+    data = report.model_dump(exclude={"passed"})
+    typer.echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
+    raise typer.Exit(0 if report.passed else 1)
+
 # === rank ===
 
 

@@ -80,6 +80,12 @@ class TooLargeError(OpdesignError):
     code = "too_large"
 
 
+class ExtraMissingError(OpdesignError):
+    """An optional extra (e.g. ``opdesign[pypto]``: pypto, torch) is not installed; the message says how."""
+
+    code = "extra_missing"
+
+
 class InternalError(OpdesignError):
     """A bug, or an opdesign module a tool needs is missing."""
 

@@ -51,6 +51,7 @@ ERROR_CODES: dict[str, str] = {
     "io_error": "a file or folder could not be read or written",
     "output_exists": "new_design would overwrite a file and force is not true",
     "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
+    "extra_missing": "the tool needs an optional extra that is not installed (the message gives the pip command)",
     "internal_error": "a bug or a missing opdesign component; the message says which",
 }
 

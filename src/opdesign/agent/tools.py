@@ -40,11 +40,12 @@ from opdesign.agent.base import (
 )
 from opdesign.agent.catalog import CATALOG_TOOLS
 from opdesign.agent.design import DESIGN_TOOLS
+from opdesign.agent.verify import VERIFY_TOOLS
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
 #: Every tool, in the order of the design workflow.
-TOOLS: dict[str, Tool] = {tool.name: tool for tool in DESIGN_TOOLS + CATALOG_TOOLS}
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in DESIGN_TOOLS + VERIFY_TOOLS + CATALOG_TOOLS}
 
 
 def get_tool(name: str) -> Tool:
