@@ -1,0 +1,303 @@
+"""Check PyPTO kernel code against the API surface of the pinned release, without PyPTO.
+
+The surface is ``constraints/pypto_api.yaml`` (generated from an installed
+release by ``scripts/gen_pypto_api.py``); the forms known to be wrong, with
+their real replacement, are in the hand-written ``constraints/pypto_api_notes.yaml``.
+
+:func:`check_tree` walks a parsed module (a DESIGN.md kernel block or a kernel
+``.py``) and reports, with line numbers:
+
+- ``name``: a ``pypto.*`` name the release does not have (``pypto.sg_set_scope``);
+- ``keyword``: a keyword a pypto function does not take, or too many positional
+  arguments (functions with ``**kwargs`` / ``*args`` accept anything there);
+- ``method``: a method a PyPTO tensor or symbolic scalar does not have
+  (``t.to_scalar()``, ``t.max(0)``); ``.min()`` / ``.max()`` on a symbolic scalar are legal;
+- ``rank``: ``view`` / ``assemble`` offsets (or a ``valid_shape``) whose length is
+  not the rank of the tensor they index, when that rank is known from the kernel
+  signature, ``pypto.tensor``, ``view`` or ``reshape``.
+
+Values are typed by a small flow-insensitive pass per function: annotated
+``pypto.Tensor((...), ...)`` parameters and pypto op results are tensors (with
+a rank where it is known), loop indices, tensor indexing and ``.shape[i]`` are
+symbolic scalars. Untyped values (torch tensors of a host harness) are not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from opdesign.paths import data_dir
+
+TENSOR, SCALAR = "Tensor", "SymbolicScalar"
+
+
+@dataclass(frozen=True)
+class ApiHit:
+    line: int
+    kind: str  # name | keyword | method | rank
+    message: str
+
+
+@dataclass(frozen=True)
+class ApiSurface:
+    release: str
+    modules: dict[str, dict[str, Any]]
+    value_classes: dict[str, dict[str, Any]]
+    missing: dict[str, str]
+    method_notes: dict[str, str]
+    non_tensor: frozenset[str]
+
+    def entry(self, dotted: str) -> dict[str, Any] | None:
+        """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
+        module, _, name = dotted.rpartition(".")
+        return self.modules.get(module, {}).get(name)
+
+
+def _load(name: str) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with (data_dir("constraints") / name).open(encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+
+
+@cache
+def load_api_surface() -> ApiSurface:
+    """The shipped manifest and notes, loaded once per process."""
+    manifest, notes = _load("pypto_api.yaml"), _load("pypto_api_notes.yaml")
+    return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
+                      value_classes=manifest["value_classes"], missing=notes["missing"],
+                      method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]))
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+class _Checker:
+    def __init__(self, api: ApiSurface) -> None:
+        self.api = api
+        self.aliases: dict[str, str] = {}  # local name -> dotted pypto path
+        self.hits: list[ApiHit] = []
+        self.types: dict[str, tuple[str, int | None]] = {}
+
+    # --- names -------------------------------------------------------------------------------
+    def resolve(self, node: ast.AST) -> str | None:
+        """``pypto.x.y`` for an expression naming a pypto object (through import aliases)."""
+        parts = _dotted(node)
+        if not parts or parts[0] not in self.aliases:
+            return None
+        return ".".join([self.aliases[parts[0]], *parts[1:]])
+
+    def check_name(self, node: ast.Attribute, dotted: str) -> None:
+        parts = dotted.split(".")
+        module = parts[0]
+        for i, part in enumerate(parts[1:], start=1):
+            if module not in self.api.modules:
+                return  # a submodule outside the checked surface
+            entry = self.api.modules[module].get(part)
+            here = ".".join(parts[:i + 1])
+            if entry is None:
+                hint = self.api.missing.get(here)
+                self.hits.append(ApiHit(node.lineno, "name", f"{here} does not exist in PyPTO {self.api.release}"
+                                        + (f": {hint}" if hint else "")))
+                return
+            if entry.get("kind") == "module":
+                module = here
+                continue
+            if entry.get("kind") == "enum" and i + 1 < len(parts) and parts[i + 1] not in entry.get("members", []):
+                self.hits.append(ApiHit(node.lineno, "name", f"{here} has no member {parts[i + 1]!r} in PyPTO "
+                                        f"{self.api.release} (members: {', '.join(entry['members'])})"))
+            return
+
+    # --- calls -------------------------------------------------------------------------------
+    def check_args(self, call: ast.Call, what: str, entry: dict[str, Any]) -> None:
+        allowed = set(entry.get("positional", [])) | set(entry.get("keyword_only", []))
+        if not entry.get("var_keyword"):
+            for kw in call.keywords:
+                if kw.arg is not None and kw.arg not in allowed:
+                    self.hits.append(ApiHit(kw.value.lineno, "keyword", f"{what}() takes no keyword {kw.arg!r} "
+                                            f"in PyPTO {self.api.release} (it takes: {', '.join(sorted(allowed))})"))
+        positional = entry.get("positional", [])
+        if not entry.get("var_positional") and len(call.args) > len(positional) \
+                and not any(isinstance(a, ast.Starred) for a in call.args):
+            self.hits.append(ApiHit(call.lineno, "keyword", f"{what}() takes at most {len(positional)} positional "
+                                    f"arguments in PyPTO {self.api.release}, got {len(call.args)}"))
+
+    def rank_of(self, node: ast.AST) -> int | None:
+        kind = self.type_of(node)
+        return kind[1] if kind and kind[0] == TENSOR else None
+
+    def check_rank(self, call: ast.Call, op: str, tensor: ast.AST | None, offsets: ast.AST | None,
+                   shape: ast.AST | None) -> None:
+        rank = self.rank_of(tensor) if tensor is not None else None
+        if rank is not None and isinstance(offsets, (ast.List, ast.Tuple)) and len(offsets.elts) != rank:
+            self.hits.append(ApiHit(call.lineno, "rank", f"{op} offsets have {len(offsets.elts)} entries but the "
+                                    f"tensor has rank {rank}: offsets need the tensor's rank (reshape to 2-D "
+                                    "first, as real kernels do)"))
+        valid = next((kw.value for kw in call.keywords if kw.arg == "valid_shape"), None)
+        if isinstance(shape, (ast.List, ast.Tuple)) and isinstance(valid, (ast.List, ast.Tuple)) \
+                and len(valid.elts) != len(shape.elts):
+            self.hits.append(ApiHit(call.lineno, "rank", f"{op} valid_shape has {len(valid.elts)} entries for a "
+                                    f"{len(shape.elts)}-D shape"))
+
+    def check_call(self, call: ast.Call) -> None:
+        dotted = self.resolve(call.func)
+        if dotted is not None:
+            entry = self.api.entry(dotted)
+            if entry is not None and entry.get("kind") in ("function", "class"):
+                self.check_args(call, dotted, entry)
+            name = dotted.rpartition(".")[2]
+            args = call.args
+            if name == "view" and args:
+                self.check_rank(call, dotted, args[0], args[2] if len(args) > 2 else None,
+                                args[1] if len(args) > 1 else None)
+            elif name == "assemble" and len(args) >= 3:
+                self.check_rank(call, dotted, args[2], args[1], None)
+            return
+        if isinstance(call.func, ast.Attribute):
+            owner = self.type_of(call.func.value)
+            if owner is None:
+                return
+            cls, method = owner[0], call.func.attr
+            entry = self.api.value_classes.get(cls, {}).get(method)
+            if entry is None:
+                note = self.api.method_notes.get(method)
+                self.hits.append(ApiHit(call.lineno, "method", f"a PyPTO {cls} has no method .{method}() in "
+                                        f"{self.api.release}" + (f": {note}" if note else "")))
+            elif entry.get("kind") == "method":
+                self.check_args(call, f"{cls}.{method}", entry)
+                if cls == TENSOR and method == "view" and call.args:
+                    self.check_rank(call, "Tensor.view", call.func.value,
+                                    call.args[1] if len(call.args) > 1 else None, call.args[0])
+
+    # --- types -------------------------------------------------------------------------------
+    def type_of(self, node: ast.AST) -> tuple[str, int | None] | None:
+        if isinstance(node, ast.Name):
+            return self.types.get(node.id)
+        if isinstance(node, ast.Subscript):
+            base = self.type_of(node.value)
+            if base and base[0] == TENSOR and not isinstance(node.slice, ast.Slice):
+                return (SCALAR, None)  # indexing an int tensor gives a scalar
+            if isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "valid_shape") \
+                    and self.type_of(node.value.value):
+                return (SCALAR, None)
+            return None
+        if isinstance(node, ast.BinOp):
+            sides = [self.type_of(node.left), self.type_of(node.right)]
+            return (SCALAR, None) if any(s and s[0] == SCALAR for s in sides) else None
+        if isinstance(node, ast.Call):
+            return self.result_type(node)
+        return None
+
+    def result_type(self, call: ast.Call) -> tuple[str, int | None] | None:
+        dotted = self.resolve(call.func)
+        if dotted is not None:
+            short = dotted.partition(".")[2]
+            if short in self.api.non_tensor or short.rpartition(".")[2].startswith(("set_", "is_")):
+                return None
+            name = short.rpartition(".")[2]
+            if name in ("view", "reshape") and len(call.args) > 1 and isinstance(call.args[1], (ast.List, ast.Tuple)):
+                return (TENSOR, len(call.args[1].elts))
+            if name in ("tensor", "full", "zeros") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+                return (TENSOR, len(call.args[0].elts))
+            first = self.rank_of(call.args[0]) if call.args else None
+            return (TENSOR, first if name not in ("matmul", "index_select", "gather") else None)
+        if isinstance(call.func, ast.Attribute):
+            owner = self.type_of(call.func.value)
+            if owner and owner[0] == SCALAR and call.func.attr in ("min", "max"):
+                return (SCALAR, None)
+            if owner and owner[0] == TENSOR:
+                if call.func.attr in ("view", "reshape") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+                    return (TENSOR, len(call.args[0].elts))
+                return (TENSOR, owner[1])
+        return None
+
+    def annotate(self, fn: ast.FunctionDef) -> None:
+        for arg in fn.args.args + fn.args.kwonlyargs:
+            ann = arg.annotation
+            if isinstance(ann, ast.Call) and (self.resolve(ann.func) or "").endswith(".Tensor"):
+                dims = ann.args[0] if ann.args else None
+                self.types[arg.arg] = (TENSOR, len(dims.elts) if isinstance(dims, (ast.Tuple, ast.List)) else None)
+
+    def bind(self, target: ast.AST, kind: tuple[str, int | None] | None) -> None:
+        if isinstance(target, ast.Name):
+            if kind is None:
+                self.types.pop(target.id, None)
+            else:
+                self.types[target.id] = kind
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self.bind(elt, (SCALAR, None) if kind and kind[0] == SCALAR else None)
+
+    def visit(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "pypto" or a.name.startswith("pypto."):
+                        self.aliases[(a.asname or a.name).split(".")[0]] = a.name if a.asname else "pypto"
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pypto":
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        module_types = self.types
+        for node in _ordered(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # each function types its own names: a torch helper's ``q`` is not the kernel's ``q``
+                self.types = dict(module_types)
+                self.annotate(node)
+            if isinstance(node, ast.Assign):
+                kind = self.type_of(node.value)
+                for target in node.targets:
+                    self.bind(target, kind)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                looped = isinstance(node.iter, ast.Call) and (self.resolve(node.iter.func) or "").rpartition(".")[2] \
+                    in ("loop", "loop_unroll")
+                self.bind(node.target, (SCALAR, None) if looped else None)
+            elif isinstance(node, ast.Attribute) and not isinstance(getattr(node, "_parent", None), ast.Attribute):
+                dotted = self.resolve(node)
+                if dotted is not None:
+                    self.check_name(node, dotted)
+            elif isinstance(node, ast.Call):
+                self.check_call(node)
+
+
+def _ordered(tree: ast.AST) -> list[ast.AST]:
+    """Every node in source order (statements before the expressions after them), parents linked."""
+    nodes: list[ast.AST] = []
+
+    def walk(node: ast.AST) -> None:
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            child._parent = node  # type: ignore[attr-defined]
+            walk(child)
+
+    walk(tree)
+    return nodes
+
+
+def check_tree(tree: ast.AST, api: ApiSurface | None = None) -> list[ApiHit]:
+    """API findings of one parsed module, in line order, each reported once."""
+    checker = _Checker(api or load_api_surface())
+    checker.visit(tree)
+    seen: set[tuple[int, str, str]] = set()
+    out = []
+    for hit in sorted(checker.hits, key=lambda h: (h.line, h.kind, h.message)):
+        key = (hit.line, hit.kind, hit.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(hit)
+    return out
+
+
+def check_source(text: str, api: ApiSurface | None = None) -> list[ApiHit]:
+    """:func:`check_tree` on source text (raises SyntaxError when it does not parse)."""
+    return check_tree(ast.parse(text), api)
