@@ -140,3 +140,20 @@ def test_deeply_nested_yaml_is_refused(tmp_path):
     deep.write_text((EXAMPLES / "causal_gqa_tail.yaml").read_text() + "x: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(SpecError, match="nested too deeply|invalid YAML"):
         load_spec(deep)
+
+
+@pytest.mark.parametrize("device", ["a2", "a3"])
+def test_fp8_on_a2_a3_is_refused_naming_quant_and_device(tmp_path, device):
+    data = yaml.safe_load((EXAMPLES / "paged_fp8_decode.yaml").read_text())
+    assert data["device"] == "a5" and data["quant"] == "fp8"  # the example moved to the Ascend 950
+    data["device"] = device
+    path = tmp_path / "fp8.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=rf"quant: quant 'fp8' needs FP8 E4M3 matmul, which device '{device}'"):
+        load_spec(path)
+    res = run_cli("new", "--spec", str(path), "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and "quant" in res.stderr and f"'{device}'" in res.stderr and "use device a5" in res.stderr
+    assert not (tmp_path / "out").exists()
+    data["quant"] = "none"
+    path.write_text(yaml.safe_dump(data))
+    assert load_spec(path).device == device  # the same SPEC without FP8 is fine there

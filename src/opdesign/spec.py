@@ -213,6 +213,11 @@ class Spec(_Strict):
         devices = load_catalog().devices
         if self.device not in devices:
             raise _FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")
+        if self.quant == "fp8" and not devices[self.device].fp8_matmul:
+            fp8 = sorted(name for name, d in devices.items() if d.fp8_matmul)
+            raise _FieldError("quant", f"quant 'fp8' needs FP8 E4M3 matmul, which device {self.device!r} does not have "
+                              f"({devices[self.device].sources['fp8_matmul']}); use device {' or '.join(fp8)}, "
+                              "or quant 'none'")
         if self.dtype in ("bf16", "fp16"):
             align = load_catalog().constraint("C-TILE-05").param("cube_align_elems")[self.dtype]
             for where, shape in self._all_shapes():

@@ -30,7 +30,7 @@ INDEX_COLUMNS = ("id", "title", "tags", "flow", "file")
 #: Scalar figures of a device profile; each needs an entry in ``sources``.
 DEVICE_FIGURES = (
     "aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes",
-    "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle",
+    "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle", "fp8_matmul",
 )  # fmt: skip
 #: Alignment entries every device profile must give (bytes).
 ALIGN_KEYS = ("ub", "l1", "l0a", "l0b", "l0c", "gm_burst")
@@ -177,6 +177,7 @@ class _DeviceEntry(_Model):
     align_bytes: dict[str, PositiveInt]
     cube_macs_per_cycle: PositiveInt
     bandwidth: dict[str, PositiveFloat] = Field(default_factory=dict)
+    fp8_matmul: bool = Field(description="FP8 E4M3 matmul and cast are supported (AT-08 / AT-06 designs)")
     sources: dict[str, Text]
 
     @field_validator("align_bytes")
