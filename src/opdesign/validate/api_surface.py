@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-import yaml
-
-from opdesign.paths import data_dir
+from opdesign.catalog.pypto_api import ApiSurface, load_api_surface
 
 TENSOR, SCALAR = "Tensor", "SymbolicScalar"
+
+
+__all__ = ["ApiHit", "ApiSurface", "check_source", "check_tree", "load_api_surface"]
 
 
 @dataclass(frozen=True)
@@ -41,36 +41,6 @@ class ApiHit:
     line: int
     kind: str  # name | keyword | method | rank
     message: str
-
-
-@dataclass(frozen=True)
-class ApiSurface:
-    release: str
-    modules: dict[str, dict[str, Any]]
-    value_classes: dict[str, dict[str, Any]]
-    missing: dict[str, str]
-    method_notes: dict[str, str]
-    non_tensor: frozenset[str]
-
-    def entry(self, dotted: str) -> dict[str, Any] | None:
-        """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
-        module, _, name = dotted.rpartition(".")
-        return self.modules.get(module, {}).get(name)
-
-
-def _load(name: str) -> Any:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with (data_dir("constraints") / name).open(encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
-
-
-@cache
-def load_api_surface() -> ApiSurface:
-    """The shipped manifest and notes, loaded once per process."""
-    manifest, notes = _load("pypto_api.yaml"), _load("pypto_api_notes.yaml")
-    return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
-                      value_classes=manifest["value_classes"], missing=notes["missing"],
-                      method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]))
 
 
 def _dotted(node: ast.AST) -> list[str] | None:

@@ -1,0 +1,53 @@
+"""The API surface of the pinned PyPTO release, as data (no PyPTO import).
+
+``constraints/pypto_api.yaml`` is generated from an installed release by
+``scripts/gen_pypto_api.py``; ``constraints/pypto_api_notes.yaml`` is
+hand-written: forms seen in designs that the release lacks, with the real form.
+The planner asks it what the release can do (e.g. SK-16 single pass needs
+``pypto.atomic_add``); the validator checks kernel code against it
+(:mod:`opdesign.validate.api_surface`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from opdesign.paths import data_dir
+
+
+@dataclass(frozen=True)
+class ApiSurface:
+    release: str
+    modules: dict[str, dict[str, Any]]
+    value_classes: dict[str, dict[str, Any]]
+    missing: dict[str, str]
+    method_notes: dict[str, str]
+    non_tensor: frozenset[str]
+
+    def entry(self, dotted: str) -> dict[str, Any] | None:
+        """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
+        module, _, name = dotted.rpartition(".")
+        return self.modules.get(module, {}).get(name)
+
+    def has(self, dotted: str) -> bool:
+        """True when the release exports ``dotted`` (e.g. ``pypto.atomic_add``)."""
+        return self.entry(dotted) is not None
+
+
+def _load(name: str) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with (data_dir("constraints") / name).open(encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+
+
+@cache
+def load_api_surface() -> ApiSurface:
+    """The shipped manifest and notes, loaded once per process."""
+    manifest, notes = _load("pypto_api.yaml"), _load("pypto_api_notes.yaml")
+    return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
+                      value_classes=manifest["value_classes"], missing=notes["missing"],
+                      method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]))
