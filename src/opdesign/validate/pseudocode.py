@@ -343,8 +343,20 @@ class Scopes:
     unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
 
 
+def scope_value(call: ast.Call, constants: dict[str, Any]) -> int | None:
+    """The scope a call sets: ``pypto.set_pass_options(sg_set_scope=n)`` (the PyPTO 0.2.0 idiom) or the
+    card notation ``sg_set_scope(n)`` (not a PyPTO function: the API rule reports it); None otherwise."""
+    name = call_name(call)
+    if name == "set_pass_options":
+        arg = keyword(call, "sg_set_scope")
+        return int_value(arg, constants) if arg is not None else None
+    if name == "sg_set_scope" and call.args:
+        return int_value(call.args[0], constants)
+    return None
+
+
 def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
-    """Walk the statements in order: ``sg_set_scope(n)`` opens, ``sg_set_scope(-1)`` closes.
+    """Walk the statements in order: a scope ``n`` opens, scope ``-1`` closes (see :func:`scope_value`).
 
     A scope still open at a matmul (unless ``cube_in_scope``), at another
     ``sg_set_scope(n)``, on entering or leaving a loop body, or at the end of a
@@ -365,8 +377,8 @@ def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
                 if name == "matmul" and not cube_in_scope:
                     close(state, f"before the matmul at line {program.call_line(call, node)}")
                 result.of_call[id(call)] = state[0][0] if state[0] else None
-                if name == "sg_set_scope" and call.args:
-                    value = int_value(call.args[0], program.constants)
+                value = scope_value(call, program.constants)
+                if value is not None:
                     if value == -1:
                         state[0] = None
                     else:
