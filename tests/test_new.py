@@ -22,10 +22,10 @@ def _new(tmp_path, spec, *extra):
 
 
 @pytest.mark.parametrize("spec", ["dense_fa_8192", "causal_gqa_tail"])
-def test_new_writes_three_files_deterministically(tmp_path, spec):
+def test_new_writes_four_files_deterministically(tmp_path, spec):
     out = _new(tmp_path, spec)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert files == ["DESIGN.md", f"{spec}_scaffold.py", "eval/module_interfaces.yaml"]
+    assert files == ["DESIGN.md", f"{spec}_kernel.py", f"{spec}_scaffold.py", "eval/module_interfaces.yaml"]
     first = {f: (out / f).read_bytes() for f in files}
     res = run_cli("new", "--spec", str(EXAMPLES / f"{spec}.yaml"), "--out", str(out), "--force")
     assert res.returncode == 0

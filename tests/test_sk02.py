@@ -96,7 +96,7 @@ def test_many_kv_heads_use_pypto_loop_and_validate_clean():
     assert plan.skeleton.id == "SK-02" and counts["head_loop"] == "pypto.loop"
     assert "16 head-tile iterations" in next(d.basis for d in plan.counts if d.name == "head_loop")
     files = render_all(plan)
-    assert 'for kv_h in pypto.loop(NUM_KV_HEADS, name="kv_head"):' in files["DESIGN.md"]
+    assert 'for kv_h in pypto.loop(NUM_KV_HEADS, name="LOOP_kv_head"):' in files["DESIGN.md"]
     report = validate_text(files["DESIGN.md"], interfaces_text=files["eval/module_interfaces.yaml"])
     assert report.findings == []
 
@@ -244,12 +244,13 @@ def _design() -> tuple[str, str]:
 @pytest.mark.parametrize("old, new, needle", [
     ("  accumulators: {}", "  accumulators: {oi: fp32}", "  accumulators: {oi: fp32}"),
     ("  unroll_list: []", "  unroll_list: [1]", "  unroll_list: [1]"),
-    ("                        pypto.sg_set_scope(2)  #",
-     "                        mi = pypto.full([Q_TILE, 1], -3.4e38, pypto.DT_FP32)\n                        pypto.sg_set_scope(2)  #",
+    ("                        pypto.set_pass_options(sg_set_scope=2)\n",
+     "                        mi = pypto.full([Q_TILE, 1], -3.4e38, pypto.DT_FP32)\n"
+     "                        pypto.set_pass_options(sg_set_scope=2)\n",
      "mi = pypto.full("),
     ("                for kv_h in range(NUM_KV_HEADS):", "                for kv_h, _f in pypto.loop_unroll(NUM_KV_HEADS, unroll_list=[1]):",
      "pypto.loop_unroll(NUM_KV_HEADS"),
-    ("            if pypto.cond(cur_seq != 0):", "            if pypto.cond(pypto.is_loop_begin(s_idx)):", "is_loop_begin(s_idx)"),
+    ("            if cur_seq > 0:", "            if pypto.is_loop_begin(s_idx):", "is_loop_begin(s_idx)"),
 ])
 def test_sk02_r3_flags_kv_loop_state_and_unroll(old, new, needle):
     text, iface = _design()
@@ -265,8 +266,8 @@ def test_sk02_r3_flags_kv_loop_state_and_unroll(old, new, needle):
 def test_sk02_gather_in_ub_is_not_flagged_but_sk01_is():
     """AT-17-R4 forbids gather_in_ub in SK-01 designs only: SK-02's top-k load may use it (domain.md §5)."""
     text, iface = _design()
-    old = "kj = pypto.view(pypto.index_select(k_all, 0, idx),"
-    sk02_text = text.replace(old, "kj = pypto.view(pypto.experimental.gather_in_ub(k_all, idx, kv_block_table, SEQ_KV_MAX, -2),")
+    old = "k_sel = pypto.index_select(k_b, 0, idx)"
+    sk02_text = text.replace(old, "k_sel = pypto.experimental.gather_in_ub(k_b, idx, kv_block_table, SEQ_KV_MAX, -2)")
     assert sk02_text != text
     assert validate_text(sk02_text, interfaces_text=iface).findings == []
     sk01_text = sk02_text.replace("  skeleton: SK-02\n", "  skeleton: SK-01\n", 1)

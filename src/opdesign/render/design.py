@@ -1,4 +1,4 @@
-"""Plan -> artifact texts: DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py.
+"""Plan -> artifact texts: DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py, <op_name>_kernel.py.
 
 Rendering formats what the estimator decided and never computes a design
 number. Output is deterministic (same SPEC, same bytes): YAML is dumped with a
@@ -16,6 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from opdesign.paths import data_dir
 from opdesign.plan.models import Plan
+from opdesign.pypto_run.selfcheck import HARNESS_MARKER
 from opdesign.render.headings import HEADINGS, SUBHEADINGS
 from opdesign.skeletons.registry import find, skeleton_of
 
@@ -46,8 +47,12 @@ def _dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
 
 
-def render_design(plan: Plan, lang: Lang = "en") -> str:
-    """DESIGN.md text: front matter with the ``opdesign:`` block, then the seven chapters."""
+def render_design(plan: Plan, lang: Lang = "en", kernel: str | None = None) -> str:
+    """DESIGN.md text: front matter with the ``opdesign:`` block, then the seven chapters.
+
+    The pseudocode chapter is the kernel proper of :func:`render_kernel` (``kernel``, when the
+    caller has rendered it already): a design has one dialect, the one that compiles.
+    """
     front = {
         "schema_version": 1,
         "op_name": plan.op_name,
@@ -57,7 +62,8 @@ def render_design(plan: Plan, lang: Lang = "en") -> str:
     fallback = find(plan.fallback_from)
     body = _env().get_template("DESIGN.md.j2").render(
         plan=plan, h=HEADINGS[lang], sh=SUBHEADINGS[lang], lang=lang,
-        pseudocode=render_pseudocode(plan), skeleton_dir=skeleton_dir(plan),
+        pseudocode=kernel_proper(kernel if kernel is not None else render_kernel(plan)),
+        skeleton_dir=skeleton_dir(plan),
         fallback_dir=fallback.template_dir if fallback else None,
     )
     return "---\n" + _dump_yaml(front) + "---\n\n" + body
@@ -68,9 +74,27 @@ def skeleton_dir(plan: Plan) -> str:
     return skeleton_of(plan).template_dir
 
 
+def render_kernel(plan: Plan) -> str:
+    """``<op_name>_kernel.py``: the plan as a real PyPTO 0.2.0 kernel, then its self-check harness.
+
+    The file is the kernel proper (``@pypto.frontend.jit`` function, constants, dynamic axes),
+    the :data:`~opdesign.pypto_run.selfcheck.HARNESS_MARKER` line, and the host side: torch
+    golden, typical configs and a ``__main__`` that runs opdesign's verify adapter.
+    """
+    return _env().get_template(f"{skeleton_dir(plan)}/kernel.py.j2").render(plan=plan)
+
+
+def kernel_proper(kernel: str) -> str:
+    """The part of a rendered kernel file above the harness marker (the DESIGN.md pseudocode)."""
+    head, marker, _ = kernel.partition(HARNESS_MARKER)
+    if not marker:
+        raise ValueError("rendered kernel has no self-check marker line")
+    return head.rstrip("\n") + "\n"
+
+
 def render_pseudocode(plan: Plan) -> str:
-    """The PyPTO-style kernel pseudocode of the pseudocode chapter (parses with ``ast``)."""
-    return _env().get_template(f"{skeleton_dir(plan)}/pseudocode.py.j2").render(plan=plan)
+    """The pseudocode chapter's code: the kernel proper of :func:`render_kernel` (parses with ``ast``)."""
+    return kernel_proper(render_kernel(plan))
 
 
 def render_interfaces(plan: Plan) -> str:
@@ -98,11 +122,13 @@ def render_scaffold(plan: Plan) -> str:
 
 
 def render_all(plan: Plan, lang: Lang = "en") -> dict[str, str]:
-    """Relative path -> file text for the three artifacts."""
+    """Relative path -> file text for the four artifacts."""
+    kernel = render_kernel(plan)
     return {
-        "DESIGN.md": render_design(plan, lang),
+        "DESIGN.md": render_design(plan, lang, kernel),
         "eval/module_interfaces.yaml": render_interfaces(plan),
         f"{plan.op_name}_scaffold.py": render_scaffold(plan),
+        f"{plan.op_name}_kernel.py": kernel,
     }
 
 

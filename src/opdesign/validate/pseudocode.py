@@ -161,9 +161,15 @@ class Program:
         return node.line
 
     def kv_and_q_loops(self) -> tuple[Node | None, Node | None]:
-        """(KV-tile loop, Q-tile loop): the innermost loop around the first matmul, and its parent loop."""
+        """(KV-tile loop, Q-tile loop): the innermost loop around the first matmul, and its parent loop.
+
+        The ``for u in range(factor)`` body of a ``for base, factor in pypto.loop_unroll(...)`` loop is
+        part of that loop: the KV-tile loop is then the ``loop_unroll`` one.
+        """
         for call, _node, loops in self.calls():
             if call_name(call) == "matmul" and loops:
+                if len(loops) > 1 and loops[-1].loop_kind == "range" and loops[-2].loop_kind == "loop_unroll":
+                    loops = loops[:-1]
                 return loops[-1], (loops[-2] if len(loops) > 1 else None)
         return None, None
 
@@ -333,69 +339,6 @@ def read_program(doc: Document) -> Program | None:
     """The first pseudocode program of a document (see :func:`read_programs`), or None without fenced code."""
     programs, _found = read_programs(doc)
     return programs[0] if programs else None
-
-
-@dataclass
-class Scopes:
-    """``sg_set_scope`` analysis (AT-21): the scope each call runs in, and scopes never closed."""
-
-    of_call: dict[int, int | None]  # id(call) -> open scope value (None: outside any scope)
-    unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
-
-
-def scope_value(call: ast.Call, constants: dict[str, Any]) -> int | None:
-    """The scope a call sets: ``pypto.set_pass_options(sg_set_scope=n)`` (the PyPTO 0.2.0 idiom) or the
-    card notation ``sg_set_scope(n)`` (not a PyPTO function: the API rule reports it); None otherwise."""
-    name = call_name(call)
-    if name == "set_pass_options":
-        arg = keyword(call, "sg_set_scope")
-        return int_value(arg, constants) if arg is not None else None
-    if name == "sg_set_scope" and call.args:
-        return int_value(call.args[0], constants)
-    return None
-
-
-def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
-    """Walk the statements in order: a scope ``n`` opens, scope ``-1`` closes (see :func:`scope_value`).
-
-    A scope still open at a matmul (unless ``cube_in_scope``), at another
-    ``sg_set_scope(n)``, on entering or leaving a loop body, or at the end of a
-    function is reported once (at the line that opened it) and treated as
-    closed from there on.
-    """
-    result = Scopes(of_call={}, unclosed=[])
-
-    def close(state: list, why: str) -> None:
-        if state[0] is not None:
-            result.unclosed.append((state[0][1], state[0][0], why))
-            state[0] = None
-
-    def visit(nodes: list[Node], state: list) -> None:
-        for node in nodes:
-            for call in node.calls():
-                name = call_name(call)
-                if name == "matmul" and not cube_in_scope:
-                    close(state, f"before the matmul at line {program.call_line(call, node)}")
-                result.of_call[id(call)] = state[0][0] if state[0] else None
-                value = scope_value(call, program.constants)
-                if value is not None:
-                    if value == -1:
-                        state[0] = None
-                    else:
-                        close(state, f"before sg_set_scope at line {program.call_line(call, node)}")
-                        state[0] = (value, program.call_line(call, node))
-            if node.kind in ("for", "while", "def"):
-                close(state, f"before the loop at line {node.line}" if node.kind != "def" else "before the function")
-                inner: list = [None]
-                visit(node.body, inner)
-                close(inner, "by the end of the loop body" if node.kind != "def" else "by the end of the function")
-            else:
-                visit(node.body, state)
-
-    top: list = [None]
-    visit(program.nodes, top)
-    close(top, "by the end of the code")
-    return result
 
 
 ALLOCATORS = frozenset({"tensor", "full", "zeros", "empty", "ones"})

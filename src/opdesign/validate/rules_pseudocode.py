@@ -17,8 +17,8 @@ from opdesign.validate.pseudocode import (
     is_constant_name,
     is_static,
     keyword,
-    scopes,
 )
+from opdesign.validate.scopes import scopes
 from opdesign.validate.registry import Context, Hit, rule
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
@@ -123,12 +123,21 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
       good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES) with a constant")
 def check_range_bounds(ctx: Context) -> Iterator[Hit]:
     """A Python ``range`` bound is an int literal or an UPPER_CASE module constant (or arithmetic of
-    those); anything else is treated as symbolic and needs ``pypto.loop``."""
+    those); anything else is treated as symbolic and needs ``pypto.loop``. The factor that
+    ``for idx, factor in pypto.loop_unroll(...)`` yields is a compile-time value within its path
+    (C-LOOP-05), so ``range(factor)`` inside that loop is static."""
     if ctx.program is None:
         return
-    for node, _loops in ctx.program.walk():
+    factors = {node.stmt.target.elts[1].id for node, _loops in ctx.program.walk()
+               if node.loop_kind == "loop_unroll" and isinstance(node.stmt.target, ast.Tuple)
+               and len(node.stmt.target.elts) == 2 and isinstance(node.stmt.target.elts[1], ast.Name)}
+    for node, loops in ctx.program.walk():
         if node.loop_kind == "range":
-            bad = [a for a in node.stmt.iter.args if not is_static(a)]
+            unrolled = {loop.stmt.target.elts[1].id for loop in loops if loop.loop_kind == "loop_unroll"
+                        and isinstance(loop.stmt.target, ast.Tuple) and len(loop.stmt.target.elts) == 2
+                        and isinstance(loop.stmt.target.elts[1], ast.Name)} & factors
+            bad = [a for a in node.stmt.iter.args
+                   if not is_static(a) and not (isinstance(a, ast.Name) and a.id in unrolled)]
             if bad:
                 yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
 

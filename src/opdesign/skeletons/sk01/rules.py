@@ -120,6 +120,8 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
         return
     used = {call_name(c) for c, _n, loops in program.calls() if kv in loops}
     missing = [p for p in ("is_loop_begin", "is_loop_end") if p not in used]
+    if missing and kv.loop_kind == "loop_unroll" and len(_index_tests(program, kv)) >= 2:
+        missing = []  # an unrolled KV loop branches on the tile index (``kj == kv_begin``, ``kj == kv_end - 1``)
     if missing:
         yield Hit(kv.line, f"KV-tile loop has no three-way branch: {' and '.join(missing)} not used")
 
@@ -176,3 +178,15 @@ def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
         if call_name(call) in forbidden:
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} in an SK-01 design: use the AT-17 "
                                                          "view + assemble page gather")
+
+
+def _index_tests(program, kv) -> set[str]:
+    """Distinct ``if <name> == <expr>`` tests inside the KV loop: the first / last tile tests of an
+    unrolled loop, where ``is_loop_begin`` cannot name the tile index ``base + u``."""
+    tests = set()
+    for node, loops in program.walk():
+        s = node.stmt
+        if kv in loops and isinstance(s, ast.If) and isinstance(s.test, ast.Compare) \
+                and len(s.test.ops) == 1 and isinstance(s.test.ops[0], ast.Eq) and isinstance(s.test.left, ast.Name):
+            tests.add(ast.unparse(s.test))
+    return tests

@@ -16,7 +16,8 @@ from opdesign.plan.tiles import align_up
 from opdesign.skeletons.sk01 import card as sk01_card
 from opdesign.skeletons.sk01.rules import applies
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import allocation, call_name, scopes
+from opdesign.validate.pseudocode import allocation, call_name
+from opdesign.validate.scopes import scopes
 from opdesign.validate.registry import Context, Hit, rule
 
 

@@ -33,6 +33,21 @@ def _names(call: ast.Call) -> set[str]:
         n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute)}
 
 
+def _cache_names(ctx: Context) -> set[str]:
+    """``*cache`` tensor names, plus names bound to a reshape (or other call) of one: real kernels view
+    the pages of ``k_2d = pypto.reshape(k_cache, [...], inplace=True)``."""
+    names: set[str] = set()
+    for node, _loops in ctx.program.walk():
+        s = node.stmt
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+            sources = _names(s.value)
+            if any(n.endswith("cache") for n in sources) or sources & names:
+                names |= {t.id for t in s.targets if isinstance(t, ast.Name)}
+    for call, _node, _loops in ctx.program.calls():
+        names |= {n for n in _names(call) if n.endswith("cache")}
+    return names
+
+
 def _first_kernel_line(ctx: Context) -> int:
     for call, node, _loops in ctx.program.calls():
         if call_name(call) == "matmul":
@@ -59,10 +74,11 @@ def check_paged_gather(ctx: Context) -> Iterator[Hit]:
     if ctx.program is None:
         return
     reads_table = views_cache = False
+    caches = _cache_names(ctx)
     for call, _node, _loops in ctx.program.calls():
         names = _names(call)
         reads_table |= "block_table" in names
-        views_cache |= call_name(call) == "view" and any(n.endswith("cache") for n in names)
+        views_cache |= call_name(call) == "view" and bool(names & caches)
     if not (reads_table and views_cache):
         what = "block_table is never read" if not reads_table else "no view of a *cache tensor"
         yield Hit(_first_kernel_line(ctx), f"paged KV cache but the kernel has no AT-17 page gather ({what})")

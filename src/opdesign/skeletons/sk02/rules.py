@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from opdesign.skeletons.sk02 import ID
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
+from opdesign.validate.pseudocode import Node, allocation, call_name, is_static, keyword
 from opdesign.validate.registry import Context, Hit, rule
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
@@ -94,47 +94,58 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
             yield Hit(node.line, f"accumulator {(hit or ['oi/li/mi'])[0]}: SK-02 carries no online state")
 
 
-@rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06)",
-      "an SK-02 design sets a TileShape inside a loop",
-      bad="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(8, 128)",
-      good="pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])\npypto.set_vec_tile_shapes(8, 128)\n"
-           "for b_idx in pypto.loop(batch, name='batch'):\n    ...")
+@rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06); PyPTO 0.2.0 per-stage TileShapes",
+      "an SK-02 design sets a TileShape from a runtime value inside a loop",
+      bad="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(cur_seq, 128)",
+      good="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(8, 128)")
 def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
-    """The single pass sets its TileShapes once, before the loops, with compile-time values: one cube
-    tile serves C1 and C2 and one vector tile the gathers, V1 and V2. Set inside a loop, the TileShape
-    can drift between iterations or come to depend on runtime values."""
+    """The card asks for the TileShapes to be set once, outside the loop, with compile-time values, so
+    that they cannot drift between iterations or depend on runtime values. PyPTO 0.2.0 applies a
+    TileShape to the ops that follow it, and a pass whose gather, C1, V1 and C2 need different tiles
+    switches them per stage inside the loop body, as real kernels and opdesign's generated SK-02 kernel
+    do (a gather tiled with the V1 tile failed the 0.2.0 SIM with F7A001). Where the card and the
+    framework disagree the framework wins: a TileShape set inside a loop is fine when every value is a
+    compile-time constant; a value that can change per iteration (a loop index, a length) is reported."""
     if not _sk02(ctx) or ctx.program is None:
         return
     for call, node, loops in ctx.program.calls():
         if call_name(call) in ("set_cube_tile_shapes", "set_vec_tile_shapes") and loops:
-            yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} inside the loop at line {loops[-1].line}: "
-                                                         "SK-02 fixes TileShapes outside the loops")
+            values = [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+            runtime = [ast.unparse(v) for v in values if not is_static(v)]
+            if runtime:
+                yield Hit(ctx.program.call_line(call, node),
+                          f"{call_name(call)} inside the loop at line {loops[-1].line} takes {', '.join(runtime)}: "
+                          "SK-02 TileShapes are compile-time values that do not change between iterations")
 
 
-@rule("SK-02-R6", "error", "pseudocode", "SK-02-R6",
-      "an SK-02 design runs the pass without a pypto.cond skip for cur_seq == 0",
+@rule("SK-02-R6", "error", "pseudocode", "SK-02-R6; PyPTO 0.2.0 control flow",
+      "an SK-02 design runs the pass without a skip for cur_seq == 0",
       bad="cur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nsij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)",
-      good="if pypto.cond(cur_seq != 0):\n    ...\n    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)")
+      good="if cur_seq > 0:\n    ...\n    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)")
 def check_empty_skip(ctx: Context) -> Iterator[Hit]:
-    """The first matmul of the pass sits under ``if pypto.cond(...)``: a token whose effective top-k
+    """The first matmul of the pass sits under an ``if`` on the token's effective top-k: a token whose
     ``cur_seq`` is 0 skips the pass, and its rows keep the zeros the output was allocated with.
-    Without the skip the softmax of an empty row divides 0 by 0 and writes NaN."""
+    Without the skip the softmax of an empty row divides 0 by 0 and writes NaN. The card writes the
+    test as ``pypto.cond(...)``; in PyPTO 0.2.0 ``if pypto.cond(x):`` fails to parse in a jit body
+    ("Test condition must be a symbolic scalar or boolean") and a plain ``if cur_seq > 0:`` on the
+    symbolic scalar is the working form, so both are accepted."""
     if not _sk02(ctx) or ctx.program is None:
         return
     for node, _loops in ctx.program.walk():
         if any(call_name(c) == "matmul" for c in node.calls()):
             if not _under_cond(ctx, node):
-                yield Hit(node.line, "the first matmul runs without `if pypto.cond(cur_seq != 0):` around it")
+                yield Hit(node.line, "the first matmul runs without a cur_seq == 0 skip (`if cur_seq > 0:`) around it")
             return
 
 
 def _under_cond(ctx: Context, target: Node) -> bool:
-    """True when ``target`` is nested in an ``if`` whose test calls ``pypto.cond``."""
+    """True when ``target`` is nested in an ``if`` whose test calls ``pypto.cond`` or compares a value."""
     def visit(nodes: list[Node], inside: bool) -> bool | None:
         for node in nodes:
             if node is target:
                 return inside
-            here = inside or (isinstance(node.stmt, ast.If) and any(call_name(c) == "cond" for c in node.calls()))
+            here = inside or (isinstance(node.stmt, ast.If) and (
+                isinstance(node.stmt.test, ast.Compare) or any(call_name(c) == "cond" for c in node.calls())))
             found = visit(node.body, here)
             if found is not None:
                 return found
