@@ -7,6 +7,10 @@ Python literals read with :func:`ast.literal_eval`, and every config runs in a
 child process (:func:`~opdesign.pypto_run.runner.run_isolated`) that builds the
 inputs with the file's ``make_case(config, quick)`` and the torch golden.
 
+Each ``CONFIGS`` entry is ``{"name", "shape", "quick", "shrunk", "quick_shrunk"}``: the shape a run
+uses without and with ``--quick``, and what each shrinks from the SPEC's typical config (a
+sentence, or None when it runs as specified); the report repeats it so no shrink goes unsaid.
+
 The report is plain data (the ``--json`` shape of ``opdesign verify``)::
 
     {"compiled": bool, "pypto_version": str, "calculator": {...},
@@ -171,7 +175,7 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
     from .runner import run_isolated
 
     for i, cfg in enumerate(c for c in all_configs if c["name"] in chosen):
-        shrunk = cfg.get("note") if (quick or cfg.get("always_shrunk")) and cfg.get("note") else None
+        shrunk = cfg.get("quick_shrunk") if quick else cfg.get("shrunk")
         say(f"[{i + 1}/{len(chosen)}] {cfg['name']}: compile, SIM{' and verify' if verify else ''}"
             + (f" (shrunk: {shrunk})" if shrunk else ""))
         work = Path(tempfile.mkdtemp(prefix="opdesign-verify-"))
