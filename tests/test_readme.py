@@ -17,7 +17,7 @@ def test_the_default_run_is_the_fast_set():
     import tomllib
 
     addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
-    assert "-m 'not slow and not pypto'" in addopts
+    assert "-m 'not slow and not pypto'" in addopts and "-rs" in addopts  # skip reasons are printed
 
 
 def test_installed_wheel_carries_its_data():
