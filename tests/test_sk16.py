@@ -57,7 +57,36 @@ def test_unknown_two_pass_reason_names_the_field():
 # --- plan ----------------------------------------------------------------------
 
 
-def test_example_plan_single_pass_numbers():
+@pytest.fixture
+def atomic_add_release(monkeypatch):
+    """A PyPTO release with ``pypto.atomic_add``: SK-16 keeps the card's single pass (SK-16-R1)."""
+    import dataclasses
+
+    from opdesign.skeletons.sk16 import plan as sk16_plan
+
+    real = sk16_plan.load_api_surface()
+    modules = {**real.modules, "pypto": {**real.modules["pypto"], "atomic_add": {"kind": "function"}}}
+    monkeypatch.setattr(sk16_plan, "load_api_surface", lambda: dataclasses.replace(real, modules=modules))
+
+
+def test_without_atomic_add_the_plan_is_two_pass_and_says_why():
+    """PyPTO 0.2.0 has no atomic_add (the manifest says so): the framework wins over the card's default."""
+    from opdesign.catalog.pypto_api import load_api_surface
+
+    assert not load_api_surface().has("pypto.atomic_add")
+    plan = estimate(load_spec(EXAMPLE))
+    wording = load_catalog().card("SK-16").param("two_pass_reasons")["no_atomic_add"]
+    assert plan.passes == 2 and plan.variant == "two pass"
+    assert plan.two_pass_reason == (f"{wording}: PyPTO 0.2.0 has no pypto.atomic_add (constraints/pypto_api.yaml), "
+                                    "so the single pass cannot add dQ, dK and dV into zeroed outputs")
+    assert plan.task_count == 2 * 8 * 4 * 5 * 2 == 640
+    assert {i.name: i.bytes for i in plan.ub_budget.items}["acc_resident"] == 2 * 32 * 64 * 4
+    assert plan.ub_budget.total_bytes == 93184 + 16384
+    assert _plan(mask="causal").task_count == 2 * 272  # causal: visible block pairs, once per pass
+    assert f"Structure: **two pass**, passes = 2: {wording}: PyPTO 0.2.0" in render_design(plan)
+
+
+def test_example_plan_single_pass_numbers(atomic_add_release):
     plan = estimate(load_spec(EXAMPLE))
     assert plan.skeleton.id == "SK-16" and plan.passes == 1 and plan.two_pass_reason is None
     assert [(c.id, c.passed) for c in plan.skeleton_checks] == [
@@ -81,7 +110,7 @@ def test_example_plan_single_pass_numbers():
     assert plan.design_block()["passes"] == 1
 
 
-def test_tile_128_when_the_budget_allows_it():
+def test_tile_128_when_the_budget_allows_it(atomic_add_release):
     # head_dim 64 on a5 (256 KiB UB): 128 x 128 needs 6144 + 131072 + 32768 + 65536 + 16384 B and fits
     plan = _plan(device="a5")
     assert plan.q_tile == 128 and plan.ub_budget.total_bytes == 251904 and plan.ub_budget.capacity_bytes == 262144
@@ -110,14 +139,13 @@ def test_backward_without_stats_names_the_failed_condition():
         _plan(softmax_stats_input=False)
 
 
-def test_causal_counts_only_visible_block_pairs():
+def test_causal_counts_only_visible_block_pairs(atomic_add_release):
     plan = _plan(mask="causal")
     # offset seq_kv - seq_q = 100; last rows 63, 127, 191, 199 see 164, 228, 292, 300 columns
     assert plan.task_count == 2 * 8 * (3 + 4 + 5 + 5) == 272
 
 
 @pytest.mark.parametrize("changes, field", [
-    ({"two_pass_reason": "no_atomic_add", "mask": "causal"}, "two_pass_reason"),
     ({"layout": "TND"}, "layout"),
     ({"dynamic_axes": [{"name": "seq_q", "range": [1, 4096], "uniform": False}]}, "dynamic_axes.0.uniform"),
     ({"mask": "sliding_window", "shape": {"window": 128}}, "mask"),
@@ -165,10 +193,10 @@ def test_scaffold_self_check_passes_with_tails(generated):
 @pytest.mark.slow
 def test_scaffold_without_the_dk_scale_fails_its_self_check(generated, tmp_path):
     text = (generated / "sk16_backward_lm_scaffold.py").read_text()
-    scaled = "dkj = dkj * scale  # V2: scale dK"
+    scaled = "(dk_acc * scale)[:kv_valid]  # V2: scale dK, assemble"  # pass 2 of the two-pass plan
     assert text.count(scaled) == 1
     broken = tmp_path / "broken_scaffold.py"
-    broken.write_text(text.replace(scaled, "dkj = dkj  # V2: scale dK (deliberately dropped)"))
+    broken.write_text(text.replace(scaled, "dk_acc[:kv_valid]  # V2: scale dK (deliberately dropped)"))
     res = _run(broken)
     assert res.returncode == 1
     for line in res.stdout.splitlines()[:-1]:

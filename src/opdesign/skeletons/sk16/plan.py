@@ -26,6 +26,7 @@ from math import ceil, sqrt
 from typing import Any
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
+from opdesign.catalog.pypto_api import load_api_surface
 from opdesign.errors import SpecError
 from opdesign.plan.blocks import kv_block_ranges
 from opdesign.plan.fields import check_supported, spec_echo
@@ -137,9 +138,6 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
 
 def _check_supported(spec: Spec) -> None:
     check_supported(spec, SUPPORTED, "SK-16 backward")
-    if spec.two_pass_reason is not None and spec.mask != "none":
-        raise SpecError(f"two_pass_reason: the two-pass backward is planned for mask 'none' only "
-                        f"(mask {spec.mask!r}: pass 2 would visit masked Q tiles)")
     for i, axis in enumerate(spec.dynamic_axes):
         if not axis.uniform:
             raise SpecError(f"dynamic_axes.{i}.uniform: varlen backward (cumulative actual_q / actual_kv, SK-16-R10) "
@@ -163,10 +161,17 @@ def skeleton_checks(spec: Spec, sk16: Card) -> list[FormCheck]:
 
 
 def passes_for(spec: Spec, sk16: Card) -> tuple[int, str]:
-    """(passes, reason): 1 by default (SK-16-R1); 2 with the SPEC's ``two_pass_reason`` (card wording, SK-16-R11)."""
-    if spec.two_pass_reason is None:
-        return 1, "single pass (default): atomic_add accumulates dQ over kv and dK/dV over q into zeroed outputs"
-    return 2, sk16.param("two_pass_reasons")[spec.two_pass_reason]
+    """(passes, reason): 2 with the SPEC's ``two_pass_reason`` (card wording, SK-16-R11); else 1 (SK-16-R1)
+    when the PyPTO release has ``pypto.atomic_add``, and 2 with the card's ``no_atomic_add`` reason when it
+    has not (read from the release's API manifest: the framework wins over the card's default)."""
+    reasons = sk16.param("two_pass_reasons")
+    if spec.two_pass_reason is not None:
+        return 2, reasons[spec.two_pass_reason]
+    api = load_api_surface()
+    if not api.has("pypto.atomic_add"):
+        return 2, (f"{reasons['no_atomic_add']}: PyPTO {api.release} has no pypto.atomic_add "
+                   "(constraints/pypto_api.yaml), so the single pass cannot add dQ, dK and dV into zeroed outputs")
+    return 1, "single pass (default): atomic_add accumulates dQ over kv and dK/dV over q into zeroed outputs"
 
 
 def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
