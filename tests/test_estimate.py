@@ -10,6 +10,7 @@ import pytest
 from conftest import EXAMPLES, run_cli, spec_variant
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
+from opdesign.render.phrases import say
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec, parse_spec
 
@@ -34,15 +35,31 @@ def test_dense_8192_takes_the_performance_form():
     assert plan.ub_budget.total_bytes == sum(i.bytes for i in plan.ub_budget.items) <= 196608
 
 
+def test_fp32_dense_falls_back_to_the_baseline_naming_the_overflowing_budget(tmp_path):
+    """Issue 13 deliverable 6: all four conditions hold, but the performance tiles overflow L1 in FP32."""
+    spec = _variant(DENSE, dtype="fp32")
+    plan = estimate(spec)
+    assert all(c.passed for c in plan.form_checks)
+    assert plan.form == "baseline" and (plan.q_tile, plan.kv_tile) == (128, 128)
+    assert plan.ub_budget.fits and plan.l1_budget.fits and all(b.fits for b in plan.l0_budgets)
+    reason = say(plan.form_reason)
+    assert reason == ("safe baseline: the four SK-01 performance-form conditions hold, but the performance tiles "
+                      "q_tile 4096, kv_tile 1024 have no legal tiling (L1 720896 B > 524288 B; C-TILE-03), "
+                      "so the design goes back to the baseline")
+    from opdesign.render.design import render_design
+
+    assert f"Form: **baseline** ({reason})." in render_design(plan)
+
+
 def test_head_dim_256_falls_back_to_baseline_naming_condition_2():
     plan = estimate(_variant(DENSE, shape__head_dim=256, shape__num_heads=8))
     assert plan.form == "baseline"
     failed = [c.id for c in plan.form_checks if not c.passed]
     assert failed == ["SK-01-PERF-2"]
-    assert "SK-01-PERF-2" in plan.form_reason and "head_dim = 256" in plan.form_reason
+    assert "SK-01-PERF-2" in say(plan.form_reason) and "head_dim = 256" in say(plan.form_reason)
     # oi for head_dim 256 does not fit next to the FAI result buffers at q_tile 128 (C-TILE-03)
     assert (plan.q_tile, plan.kv_tile) == (64, 128)
-    assert "halved to 64" in plan.tile_decisions[0].basis
+    assert "halved to 64" in say(plan.tile_decisions[0].basis)
     assert plan.ub_budget.total_bytes <= plan.ub_budget.capacity_bytes
 
 
@@ -51,7 +68,7 @@ def test_non_uniform_varlen_falls_back_naming_condition_1():
     plan = estimate(spec)
     assert plan.form == "baseline"
     assert [c.id for c in plan.form_checks if not c.passed] == ["SK-01-PERF-1"]
-    assert "non-uniform varlen" in plan.form_reason
+    assert "non-uniform varlen" in say(plan.form_reason)
 
 
 def test_missing_performance_target_falls_back_naming_condition_4():

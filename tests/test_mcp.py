@@ -13,6 +13,7 @@ import pytest
 
 from conftest import EXAMPLES, REPO
 from opdesign.pipeline import plan_from_spec_file
+from opdesign.render.phrases import SAY
 from opdesign.agent.tools import tool_definitions
 
 DENSE = "specs/dense_fa_8192.yaml"
@@ -63,7 +64,7 @@ def test_mcp_server_lists_and_calls_the_tools(tmp_path):
 
     (is_error, plan, text), (bad_error, bad, bad_text) = out["estimate_design"]
     assert not is_error and plan == text
-    assert plan == plan_from_spec_file(tmp_path / DENSE).model_dump(mode="json")
+    assert plan == plan_from_spec_file(tmp_path / DENSE).model_dump(mode="json", context=SAY)
     assert plan["op_name"] == "dense_fa_8192" and plan["skeleton"]["id"] == "SK-01"
     assert bad_error and bad == bad_text and bad["error"]["code"] == "path_outside_root"
 

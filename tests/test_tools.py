@@ -11,6 +11,7 @@ from jsonschema.validators import validator_for
 
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.pipeline import plan_from_spec_file
+from opdesign.render.phrases import SAY
 from opdesign.agent.tools import TOOLS, call_tool, tool_definitions
 from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
 
@@ -89,7 +90,7 @@ def test_tool_list_prints_the_definitions_as_a_json_array():
 
 def test_estimate_design_returns_the_plan_of_the_library():
     plan = _call("estimate_design", {"spec_path": DENSE})
-    assert plan == plan_from_spec_file(REPO / DENSE).model_dump(mode="json")
+    assert plan == plan_from_spec_file(REPO / DENSE).model_dump(mode="json", context=SAY)
     assert plan["op_name"] == "dense_fa_8192" and plan["skeleton"]["id"] == "SK-01"
     assert plan["head_dim"] == 128 and plan["num_heads"] == 8
 

@@ -13,6 +13,7 @@ import yaml
 from conftest import EXAMPLES, run_cli
 from opdesign.skeletons.registry import estimate
 from opdesign.plan.blocks import balance, greedy_balance, kv_block_ranges
+from opdesign.render.phrases import say
 from opdesign.spec import load_spec
 
 
@@ -187,7 +188,7 @@ def test_balance_says_when_fewer_cores_do_as_well():
     # one heavy q block (weight 10) dominates: 2 cores reach the same busiest-core weight as 8
     result = balance([10, 1, 1, 1], 8)
     assert max(c.weight for c in result.per_core) == 10
-    assert result.fewer_cores == 2 and "fewer cores would do as well" in result.note
+    assert result.fewer_cores == 2 and "fewer cores would do as well" in say(result.note)
     assert greedy_balance([0, 0], 4) == ([0, 0, 0, 0], [0, 0, 0, 0])
 
 

@@ -50,10 +50,11 @@ def estimate(
 ) -> None:
     """Decide the design numbers of a SPEC (skeleton, form, tiles, budgets, counts)."""
     from opdesign.pipeline import plan_from_spec_file
+    from opdesign.render.phrases import SAY
 
     plan = plan_from_spec_file(spec)
     if as_json:
-        typer.echo(plan.model_dump_json(indent=2))
+        typer.echo(plan.model_dump_json(indent=2, context=SAY))
         return
     from opdesign.render.design import render_plan_text
 

@@ -72,15 +72,15 @@ def _check_note(text: str) -> str:
 class Shape(_Strict):
     """Typical sizes of the operator's axes (elements, not bytes)."""
 
-    batch: Batch
-    num_heads: Heads
-    num_kv_heads: Heads
-    seq_q: Seq
-    seq_kv: Seq
-    head_dim: HeadDim
-    block_size: Block | None = Field(None, description="paged KV page size (kv_cache: paged)")
-    topk: Seq | None = Field(None, description="top-k KV positions per query (mask: topk)")
-    window: Seq | None = Field(None, description="sliding-window width (mask: sliding_window)")
+    batch: Batch = Field(description="batch size (sequences)")
+    num_heads: Heads = Field(description="query heads")
+    num_kv_heads: Heads = Field(description="key/value heads; divides num_heads (GQA group = num_heads / num_kv_heads)")
+    seq_q: Seq = Field(description="query length (tokens)")
+    seq_kv: Seq = Field(description="key/value length (tokens)")
+    head_dim: HeadDim = Field(description="elements per head; a multiple of 16 for bf16/fp16 (C-TILE-05)")
+    block_size: Block | None = Field(None, description="paged KV page size in tokens (kv_cache: paged)")
+    topk: Seq | None = Field(None, description="top-k KV positions per query in tokens (mask: topk)")
+    window: Seq | None = Field(None, description="sliding-window width in tokens (mask: sliding_window)")
 
     @model_validator(mode="after")
     def _heads(self) -> Shape:
@@ -94,15 +94,15 @@ class Shape(_Strict):
 class ShapeOverride(_Strict):
     """Per-config overrides of :class:`Shape` (any subset of its fields)."""
 
-    batch: Batch | None = None
-    num_heads: Heads | None = None
-    num_kv_heads: Heads | None = None
-    seq_q: Seq | None = None
-    seq_kv: Seq | None = None
-    head_dim: HeadDim | None = None
-    block_size: Block | None = None
-    topk: Seq | None = None
-    window: Seq | None = None
+    batch: Batch | None = Field(None, description="batch size (sequences)")
+    num_heads: Heads | None = Field(None, description="query heads")
+    num_kv_heads: Heads | None = Field(None, description="key/value heads")
+    seq_q: Seq | None = Field(None, description="query length (tokens)")
+    seq_kv: Seq | None = Field(None, description="key/value length (tokens)")
+    head_dim: HeadDim | None = Field(None, description="elements per head")
+    block_size: Block | None = Field(None, description="paged KV page size (tokens)")
+    topk: Seq | None = Field(None, description="top-k KV positions per query (tokens)")
+    window: Seq | None = Field(None, description="sliding-window width (tokens)")
 
 
 # The three reasons SK-16 accepts for a two-pass backward (keys of the SK-16
@@ -116,8 +116,8 @@ AxisName = Literal["batch", "seq_q", "seq_kv", "num_heads", "num_kv_heads", "top
 class DynamicAxis(_Strict):
     """One axis whose length is only known at run time."""
 
-    name: AxisName
-    range: tuple[ShapeInt, ShapeInt] = Field(description="[lo, hi], inclusive")
+    name: AxisName = Field(description="the shape axis that is dynamic (topk: the top-k count is a runtime value)")
+    range: tuple[ShapeInt, ShapeInt] = Field(description="[lo, hi] of the axis length, inclusive (same unit as the axis)")
     uniform: bool = Field(True, description="same length for every batch (False: varlen)")
 
     @field_validator("range")
@@ -129,15 +129,19 @@ class DynamicAxis(_Strict):
 
 
 class Precision(_Strict):
-    rtol: float | None = Field(None, gt=0, le=1)
-    atol: float | None = Field(None, gt=0, le=1)
+    """Tolerance of the scaffold's self-check against the float64 golden."""
+
+    rtol: float | None = Field(None, gt=0, le=1, description="relative tolerance (unitless); default by dtype: "
+                               "bf16 2e-2, fp16 5e-3, fp32 1e-4")
+    atol: float | None = Field(None, gt=0, le=1, description="absolute tolerance (output units); default by dtype: "
+                               "bf16 2e-2, fp16 5e-3, fp32 1e-5")
 
 
 class Performance(_Strict):
     """Measured or targeted latencies in microseconds (SK-01 perf condition 4)."""
 
-    baseline_us: float = Field(gt=0, description="the fused vendor baseline")
-    current_us: float = Field(gt=0, description="what the current implementation takes")
+    baseline_us: float = Field(gt=0, description="latency of the fused vendor baseline (microseconds)")
+    current_us: float = Field(gt=0, description="latency of the current implementation (microseconds)")
 
     @property
     def ratio(self) -> float:
@@ -145,12 +149,15 @@ class Performance(_Strict):
 
 
 class TypicalConfig(_Strict):
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
-    type: Literal["functional", "performance"]
-    priority: Literal["P0", "P1", "P2", "P3"]
-    shape: ShapeOverride = ShapeOverride()
+    """A shape the scaffold checks: the SPEC's typical shape with some axes overridden."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")] = Field(
+        description="config name: letters, digits, _ . -, at most 64 characters")
+    type: Literal["functional", "performance"] = Field(description="what the config is for")
+    priority: Literal["P0", "P1", "P2", "P3"] = Field(description="test priority, P0 first")
+    shape: ShapeOverride = Field(ShapeOverride(), description="axes that differ from the SPEC's shape")
     seed: int = Field(0, strict=True, ge=0, lt=1 << 32, description="numpy seed of the scaffold's inputs")
-    note: str = ""
+    note: str = Field("", description="one printable line copied into DESIGN.md (at most 200 characters)")
 
     @field_validator("note")
     @classmethod
@@ -161,22 +168,24 @@ class TypicalConfig(_Strict):
 class Spec(_Strict):
     """An attention operator SPEC (schema_version 1)."""
 
-    schema_version: Literal[1]
+    schema_version: Literal[1] = Field(description="SPEC format version: 1")
     op_name: str = Field(description="Python identifier, at most 64 characters; used in code and file names")
-    kind: Literal["attention"] = "attention"
-    direction: Literal["forward", "backward"] = "forward"
+    kind: Literal["attention"] = Field("attention", description="operator family: attention")
+    direction: Literal["forward", "backward"] = Field("forward", description="forward (SK-01 / SK-02) or backward (SK-16)")
     device: str = Field(description="profile name in constraints/devices.yaml")
-    dtype: Literal["bf16", "fp16", "fp32"]
-    layout: Literal["BSND", "BNSD", "TND"] = "BNSD"
-    shape: Shape
-    dynamic_axes: list[DynamicAxis] = Field(min_length=1)
-    mask: Literal["none", "causal", "sliding_window", "tensor", "topk"] = "none"
-    kv_cache: Literal["contiguous", "paged"] = "contiguous"
-    quant: Literal["none", "fp8"] = "none"
-    softmax_stats_input: bool = False
-    precision: Precision = Precision()
-    performance: Performance | None = None
-    typical_configs: list[TypicalConfig] = Field(min_length=1)
+    dtype: Literal["bf16", "fp16", "fp32"] = Field(description="dtype of Q, K, V and the output")
+    layout: Literal["BSND", "BNSD", "TND"] = Field("BNSD", description="axis order of Q, K, V (TND is not planned yet)")
+    shape: Shape = Field(description="the typical shape")
+    dynamic_axes: list[DynamicAxis] = Field(min_length=1, description="axes whose length is known only at run time (at least one)")
+    mask: Literal["none", "causal", "sliding_window", "tensor", "topk"] = Field(
+        "none", description="causal and sliding_window are bottom-right aligned; tensor: a boolean mask input; "
+        "topk: the indexer's picks per query token")
+    kv_cache: Literal["contiguous", "paged"] = Field("contiguous", description="paged: K/V gathered by block table (AT-17)")
+    quant: Literal["none", "fp8"] = Field("none", description="fp8: P and V in FP8 E4M3 for P V (AT-08, AT-06)")
+    softmax_stats_input: bool = Field(False, description="backward only: the forward l/m are inputs (SK-16)")
+    precision: Precision = Field(Precision(), description="self-check tolerance; defaults by dtype")
+    performance: Performance | None = Field(None, description="latencies; a ratio above 5 is SK-01 performance-form condition 4")
+    typical_configs: list[TypicalConfig] = Field(min_length=1, description="shapes the scaffold checks (at least one)")
     golden: str | None = Field(None, pattern=r"^/?[A-Za-z0-9_][A-Za-z0-9_./-]{0,1000}\.py$",
                                description="path of the golden .py, relative to the SPEC or absolute (letters, digits, _ . / -)")
     two_pass_reason: TwoPassReason | None = Field(

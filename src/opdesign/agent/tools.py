@@ -41,6 +41,7 @@ from opdesign.agent.base import (
 from opdesign.agent.catalog import CATALOG_TOOLS
 from opdesign.agent.design import DESIGN_TOOLS
 from opdesign.agent.verify import VERIFY_TOOLS
+from opdesign.render.phrases import SAY
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
@@ -99,7 +100,7 @@ def _run(name: str, args: Any, root: Root) -> dict[str, Any]:
         raise InputError(f"{name}: " + "; ".join(p["msg"] for p in problems), {"errors": problems}) from None
     with contextlib.redirect_stdout(sys.stderr):
         result = tool.run(parsed, root)
-    return root.scrub(result.model_dump(mode="json"))
+    return root.scrub(result.model_dump(mode="json", context=SAY))
 
 
 def call_tool(name: str, args: Any, root: Root | str | Path = ".") -> tuple[dict[str, Any], bool]:

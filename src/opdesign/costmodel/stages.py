@@ -22,7 +22,7 @@ figure, not a time): ``fill + (tasks_per_core - 1) x interval + roots x epilogue
 ``fill = C1 + V1 + C2 + V2 + sched``, ``interval = max(C1 + C2, V1 + V2, sched,
 fill / KERNEL_TASK_NUM)``: the AIC runs C1 and C2 of different tasks in turn, the
 AIVs V1 and V2, the scheduler one dispatch after another, and at most
-``KERNEL_TASK_NUM`` tasks are in flight (budget.py, FAI) so the latency of one task
+``KERNEL_TASK_NUM`` tasks are in flight (opdesign.plan.buffers, FAI) so the latency of one task
 is spread over at most that many. ``sched`` is the per-task share of the dispatch
 overhead (:class:`CostParams`).
 
@@ -75,7 +75,7 @@ class CostParams(BaseModel):
     pipeline_depth: int = Field(
         KERNEL_TASK_NUM, ge=1,
         description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
-                    "(budget.py), the depth the L1/UB static buffers are sized for.")
+                    "(opdesign.plan.buffers.KERNEL_TASK_NUM), the depth the L1/UB static buffers are sized for.")
 
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from opdesign.plan.models import Balance, CoreLoad
+from opdesign.plan.models import Balance, CoreLoad, text
 
 
 def kv_block_ranges(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int,
@@ -96,9 +96,8 @@ def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
             fewer = c
             break
     imbalance = worst / mean if mean else 1.0
-    note = (f"{cores} cores, target {total / cores:.1f} valid KV blocks each; imbalance {imbalance:.3f}"
-            + (f"; {fewer} cores reach the same busiest-core weight {worst}, so fewer cores would do as well"
-               if fewer else "; every core is needed for the busiest-core weight"))
+    note = text("balance.fewer" if fewer else "balance.all", cores=cores, target=total / cores, imbalance=imbalance,
+                fewer=fewer, worst=worst)
     return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
                    per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts))],
                    imbalance=round(imbalance, 4), fewer_cores=fewer, note=note)

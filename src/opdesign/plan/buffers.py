@@ -11,7 +11,7 @@ items (domain.md §7).
 from __future__ import annotations
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
+from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
 from opdesign.spec import DTYPE_BYTES
 
 ACC_BYTES = 4  # FP32 accumulators and matmul results (SK-01 rule 6, C-API-05)
@@ -52,16 +52,15 @@ def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: in
     stage, peak, t = max(per_stage, key=lambda s: s[1])
     items.append(BudgetItem(
         name=f"{stage}_operands", bytes=peak,
-        formula=f"(mL1 x kL1 + kL1 x nL1) x {DTYPE_BYTES[t.operand_dtype]} B x cube_nbuffer {cube_nbuffer}; "
-                f"{stage} is the larger of C1 (Q, K) and C2 (P, V), the stages do not hold L1 at once",
+        formula=text("l1.operands", bytes=DTYPE_BYTES[t.operand_dtype], cube_nbuffer=cube_nbuffer, stage=stage),
         source="C-TILE-03, C-TILE-05 [L0, L1] tiles, SK-01 cube_nbuffer_setting"))
     c1 = cube["C1"]
     p_bytes = DTYPE_BYTES[cube["C2"].operand_dtype]
     items.append(BudgetItem(
         name="MM2_LEFT_SIZE", bytes=c1.m[1] * c1.n[1] * p_bytes * KERNEL_TASK_NUM,
-        formula=f"qSeqBase x kvSeqBase x sizeof(P) x KERNEL_TASK_NUM = {c1.m[1]} x {c1.n[1]} x {p_bytes} x {KERNEL_TASK_NUM}",
+        formula=text("l1.mm2_left", m=c1.m[1], n=c1.n[1], p_bytes=p_bytes, tasks=KERNEL_TASK_NUM),
         source="FAI static resources (domain.md §7)"))
-    return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
+    return make_budget("L1", items, device.l1_bytes, capacity_source=f"devices.yaml {device.name}.l1_bytes")
 
 
 def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
@@ -70,10 +69,10 @@ def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
     m, k, n = tile.m[0], tile.k[0], tile.n[0]
     src = "C-TILE-03, C-TILE-05 L0 tiles"
     return [
-        make_budget(f"L0A {tile.stage}", [BudgetItem(name="a_tile", bytes=m * k * b, formula=f"mL0 x kL0 x {b} = {m} x {k} x {b}", source=src)],
-                    device.l0a_bytes, f"devices.yaml {device.name}.l0a_bytes"),
-        make_budget(f"L0B {tile.stage}", [BudgetItem(name="b_tile", bytes=k * n * b, formula=f"kL0 x nL0 x {b} = {k} x {n} x {b}", source=src)],
-                    device.l0b_bytes, f"devices.yaml {device.name}.l0b_bytes"),
-        make_budget(f"L0C {tile.stage}", [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=f"mL0 x nL0 x 4 = {m} x {n} x 4", source=src + ", FP32 result")],
-                    device.l0c_bytes, f"devices.yaml {device.name}.l0c_bytes"),
+        make_budget(f"L0A {tile.stage}", [BudgetItem(name="a_tile", bytes=m * k * b, formula=text("l0.a", b=b, m=m, k=k), source=src)],
+                    device.l0a_bytes, capacity_source=f"devices.yaml {device.name}.l0a_bytes"),
+        make_budget(f"L0B {tile.stage}", [BudgetItem(name="b_tile", bytes=k * n * b, formula=text("l0.b", b=b, k=k, n=n), source=src)],
+                    device.l0b_bytes, capacity_source=f"devices.yaml {device.name}.l0b_bytes"),
+        make_budget(f"L0C {tile.stage}", [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=text("l0.c", m=m, n=n), source=src + ", FP32 result")],
+                    device.l0c_bytes, capacity_source=f"devices.yaml {device.name}.l0c_bytes"),
     ]

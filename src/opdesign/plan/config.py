@@ -6,7 +6,7 @@ from typing import Any
 
 from opdesign.catalog import Card
 from opdesign.plan.fields import batch_lengths
-from opdesign.plan.models import ConfigEntry
+from opdesign.plan.models import ConfigEntry, text
 from opdesign.spec import Spec
 
 
@@ -37,7 +37,7 @@ def config_entries(spec: Spec, card: Card, fallback: Card | None = None,
         rec = next(r for r in card.config + (fallback.config if fallback else []) if r.key == key)
         config["runtime_options"]["ready_on_host_tensors"] = host_tensors
         entries.append(ConfigEntry(key=rec.key, value=host_tensors, status="required",
-                                   purpose=rec.purpose + " Loop bounds read them.",
+                                   purpose=text("config.host_tensors", purpose=rec.purpose),
                                    source=f"{card.id} configuration ({rec.when})"))
     if spec.kv_cache == "paged":
         deep = card.param("vec_nbuffer_paged_sparse_max")
@@ -45,5 +45,5 @@ def config_entries(spec: Spec, card: Card, fallback: Card | None = None,
         for i, e in enumerate(entries):
             if e.key == "pass_options.vec_nbuffer_setting":
                 entries[i] = e.model_copy(update={"value": dict(deep),
-                                                  "purpose": e.purpose + " Paged KV lengthens V1 with the page gather."})
+                                                  "purpose": text("config.paged_vec_nbuffer", purpose=e.purpose)})
     return config, entries

@@ -7,9 +7,9 @@ of the DESIGN.md front matter).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, WithJsonSchema, computed_field, model_serializer
 
 from opdesign.spec import DTYPE_BYTES
 
@@ -20,43 +20,70 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Phrase(_Model):
+    """A sentence of the plan as data: a phrase key and the values it names.
+
+    The words live in the phrase tables of the templates (``templates/<folder>/phrases.yaml``);
+    :func:`opdesign.render.phrases.say` turns a phrase into its sentence. Dumped with the context
+    ``{"say": say}`` (the CLI and the agent tools do), a phrase serialises as that sentence;
+    without it, as ``{"key", "args"}``. ``args`` values are numbers, strings, lists or phrases.
+    """
+
+    key: str = Field(description="phrase key, e.g. sk01.q_tile.perf (a key of a templates/*/phrases.yaml)")
+    args: dict[str, Any] = Field(default_factory=dict, description="the values the sentence names")
+
+    @model_serializer(mode="wrap")
+    def _as_sentence(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        say = (info.context or {}).get("say") if isinstance(info.context, dict) else None
+        return say(self) if say else handler(self)
+
+
+def text(key: str, **args: Any) -> Phrase:
+    """The phrase ``key`` with ``args`` (the planner's way to state a reason or a formula)."""
+    return Phrase(key=key, args=args)
+
+
+#: A prose field: a phrase (or a plain string, e.g. a card's own text); serialised as a string.
+Text = Annotated[str | Phrase, WithJsonSchema({"type": "string"}, mode="serialization")]
+
+
 class Choice(_Model):
     """A pattern card picked for the design, and why."""
 
-    id: str
-    title: str
-    reason: str
+    id: str = Field(description="card id, e.g. SK-01 or AT-17")
+    title: str = Field(description="the card's title")
+    reason: Text = Field(description="why the design uses it")
 
 
 class FormCheck(_Model):
     """One SK-01 performance-form condition, evaluated on the SPEC."""
 
     id: str = Field(description="e.g. SK-01-PERF-1")
-    condition: str
-    observed: str
-    passed: bool
-    source: str
+    condition: Text = Field(description="what must hold")
+    observed: Text = Field(description="what the SPEC gives, with the figures")
+    passed: bool = Field(description="the condition holds")
+    source: str = Field(description="card and condition the check comes from")
 
 
 class CubeTile(_Model):
     """``set_cube_tile_shapes`` of one matmul stage: each axis ``[L0, L1]`` in elements (C-TILE-05)."""
 
-    stage: Stage
-    m: tuple[int, int]
-    k: tuple[int, int]
-    n: tuple[int, int]
-    operand_dtype: str
-    reason: str
+    stage: Stage = Field(description="matmul stage: C1 (Q K^T) or C2 (P V)")
+    m: tuple[int, int] = Field(description="[L0, L1] tile of the m axis (elements)")
+    k: tuple[int, int] = Field(description="[L0, L1] tile of the k axis (elements)")
+    n: tuple[int, int] = Field(description="[L0, L1] tile of the n axis (elements)")
+    operand_dtype: str = Field(description="dtype of both matmul operands (C-API-02)")
+    reason: Text = Field(description="what each axis holds and the rule it follows")
 
 
 class VecTile(_Model):
     """``set_vec_tile_shapes`` of one vector stage, in elements; ``view`` is the data shape it tiles."""
 
-    stage: Stage
-    shape: tuple[int, int]
-    dtype: str
-    view: tuple[int, int]
-    reason: str
+    stage: Stage = Field(description="vector stage: V1 (softmax chain) or V2 (rescale)")
+    shape: tuple[int, int] = Field(description="[rows, cols] of one tile (elements)")
+    dtype: str = Field(description="dtype the stage computes in")
+    view: tuple[int, int] = Field(description="[rows, cols] of the data the tile covers (elements)")
+    reason: Text = Field(description="why this tile")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -76,117 +103,134 @@ class VecTile(_Model):
 
 
 class BudgetItem(_Model):
-    name: str
-    bytes: int
-    formula: str
-    source: str
+    """One buffer user of a :class:`Budget`."""
+
+    name: str = Field(description="buffer user, e.g. oi_resident or MM1_RESULT_SIZE")
+    bytes: int = Field(description="bytes it takes")
+    formula: Text = Field(description="how the bytes are computed, with the figures")
+    source: str = Field(description="rule or kernel the item comes from")
 
 
 class Budget(_Model):
     """Bytes of one on-chip buffer (UB per vector sub-block, L1, L0A/B/C per stage)."""
 
-    buffer: str
-    items: list[BudgetItem]
-    total_bytes: int
-    capacity_bytes: int
-    capacity_source: str
-    fits: bool
+    buffer: str = Field(description="UB, L1, or L0A/L0B/L0C with its stage")
+    items: list[BudgetItem] = Field(description="the users of the buffer")
+    total_bytes: int = Field(description="sum of the items (bytes)")
+    capacity_bytes: int = Field(description="capacity of the buffer on the device (bytes)")
+    capacity_source: str = Field(description="device profile entry of the capacity")
+    fits: bool = Field(description="total_bytes <= capacity_bytes")
 
 
 class ExpansionOp(_Model):
-    stage: Stage
-    op: str
-    inputs: int
-    tiles: int
-    expressions: int
+    """One vector op of the C-TILE-04 estimate."""
+
+    stage: Stage = Field(description="vector stage of the op")
+    op: str = Field(description="op name, e.g. amax or mul_alpha")
+    inputs: int = Field(description="input tensors of the op")
+    tiles: int = Field(description="tiles per view: ceil(view / tile) over both axes")
+    expressions: int = Field(description="tiles x (1 + inputs)")
 
 
 class Expansion(_Model):
     """Expression-expansion estimate per op: ``ceil(view / tile) * (1 + inputs)`` (C-TILE-04)."""
 
-    ops: list[ExpansionOp]
-    max_per_op: int
-    body_total: int
-    traced_copies: int
-    limit: int
-    within_limit: bool
+    ops: list[ExpansionOp] = Field(description="the ops of one traced loop body")
+    max_per_op: int = Field(description="largest expressions of one op")
+    body_total: int = Field(description="expressions of all ops x traced_copies")
+    traced_copies: int = Field(description="copies of the body the tracer unrolls (KV tiles of a static range, else 1)")
+    limit: int = Field(description="C-TILE-04 expansion_limit per op")
+    within_limit: bool = Field(description="max_per_op <= limit")
 
 
 class Unroll(_Model):
-    candidates: list[int]
-    unroll_factor: int
-    unroll_list: list[int]
-    remainder_rule: str
-    reason: str
-    source: str
+    """The KV-loop unroll choice (C-LOOP-05)."""
+
+    candidates: list[int] = Field(description="tuning candidates of the factor")
+    unroll_factor: int = Field(description="the chosen factor (KV tiles per unrolled group)")
+    unroll_list: list[int] = Field(description="unroll_list of pypto.loop_unroll")
+    remainder_rule: Text = Field(description="how the last, shorter group runs")
+    reason: Text = Field(description="why this factor")
+    source: str = Field(description="card and rule of the choice")
 
 
 class LoopRow(_Model):
-    name: str
-    loop_kind: str
-    bound: str
-    step: str
-    dependence: str
+    """One loop of the loop nest."""
+
+    name: str = Field(description="loop variable")
+    loop_kind: Text = Field(description="loop construct, e.g. pypto.loop")
+    bound: str = Field(description="trip count as an expression")
+    step: Text = Field(description="what one iteration advances")
+    dependence: Text = Field(description="what the iterations share")
 
 
 class StateRow(_Model):
-    name: str
-    shape: str
-    dtype: str
-    init: str
-    update: str
-    final_use: str
+    """One state tensor carried across loop iterations."""
+
+    name: str = Field(description="state tensor, e.g. mi")
+    shape: str = Field(description="shape in elements, e.g. [128, 1]")
+    dtype: str = Field(description="dtype of the state")
+    init: Text = Field(description="how the first iteration sets it")
+    update: Text = Field(description="how later iterations update it")
+    final_use: Text = Field(description="what reads it after the loop")
 
 
 class ConfigEntry(_Model):
-    key: str
-    value: Any
-    status: str
-    purpose: str
-    source: str
+    """One pass_options / runtime_options setting."""
+
+    key: str = Field(description="option, e.g. pass_options.cube_nbuffer_setting")
+    value: Any = Field(description="its value")
+    status: str = Field(description="required or recommended")
+    purpose: Text = Field(description="what it does")
+    source: str = Field(description="card configuration it comes from")
 
 
 class Decision(_Model):
     """A number or choice with the rule it comes from (tables of DESIGN.md)."""
 
-    name: str
-    value: Any
-    basis: str
-    source: str
+    name: str = Field(description="the number's name, e.g. q_tile or root_count")
+    value: Any = Field(description="the number or choice")
+    basis: Text = Field(description="how it follows, with the figures")
+    source: str = Field(description="card, rule or kernel it comes from")
 
 
 class Module(_Model):
-    id: int
-    name: str
-    description: str
-    inputs: list[dict[str, str]]
-    outputs: list[dict[str, Any]]
+    """A module of eval/module_interfaces.yaml (CANNBot format)."""
+
+    id: int = Field(description="1-based module number")
+    name: str = Field(description="function name")
+    description: Text = Field(description="what the module computes")
+    inputs: list[dict[str, str]] = Field(description="name and source of each input")
+    outputs: list[dict[str, Any]] = Field(description="name, shape and dtype of each output")
 
 
 class TensorSpec(_Model):
     """A tensor of the interface file: shape as dimension expressions (names, ints, + - * //)."""
 
-    name: str
-    shape: list[str]
-    dtype: str
+    name: str = Field(description="tensor name in the golden's signature")
+    shape: list[str] = Field(description="dimension expressions")
+    dtype: str = Field(description="numpy dtype name")
 
 
 class CoreLoad(_Model):
-    core: int
-    q_blocks: int
-    weight: int
+    """The work of one core in the greedy split."""
+
+    core: int = Field(description="core index")
+    q_blocks: int = Field(description="q blocks it runs")
+    weight: int = Field(description="valid KV blocks it runs")
 
 
 class Balance(_Model):
     """Greedy split of q blocks over cores by valid KV blocks (FAI load balance, domain.md §7)."""
 
-    cores: int
-    total_valid_blocks: int
-    target: float
-    per_core: list[CoreLoad]
-    imbalance: float
-    fewer_cores: int | None = Field(None, description="a smaller core count with a better imbalance, if any")
-    note: str
+    cores: int = Field(description="cube cores of the device")
+    total_valid_blocks: int = Field(description="valid KV blocks over all (batch, head, q block)")
+    target: float = Field(description="valid KV blocks per core if the split were even")
+    per_core: list[CoreLoad] = Field(description="the split, per core")
+    imbalance: float = Field(description="busiest core / mean (1.0 = even)")
+    fewer_cores: int | None = Field(None, description="the smallest core count reaching the same busiest-core weight, "
+                                    "when fewer cores would do as well")
+    note: Text = Field(description="the split in one sentence")
 
     def core_groups(self) -> list[tuple[int, int, int, int]]:
         """Consecutive cores with the same load as ``(first, last, q_blocks, weight)`` (for compact tables)."""
@@ -200,79 +244,80 @@ class Balance(_Model):
 
 
 class Plan(_Model):
-    """The complete design decided from a SPEC (see ``estimate.estimate``).
+    """The complete design decided from a SPEC (:func:`opdesign.skeletons.registry.estimate`).
 
     SK-01 fills every field; SK-02 (single pass: ``kv_loop == "none"``, no
     state rows) and SK-16 (backward: ``passes``) reuse the same fields.
     """
 
-    op_name: str
-    device: str
-    dtype: str
-    layout: str
-    mask: str
-    kv_cache: str
-    quant: str
-    direction: str
-    head_dim: int
-    num_heads: int
-    num_kv_heads: int
-    group_size: int
-    seq_q: int
-    seq_kv: int
-    batch: int
-    skeleton: Choice
-    atoms: list[Choice]
-    form: Literal["baseline", "performance"]
-    form_reason: str
-    form_checks: list[FormCheck]
-    q_tile: int
-    kv_tile: int
-    q_tiles: int
-    kv_tiles: int
-    kv_loop: Literal["pypto.loop", "range", "loop_unroll", "none"]
+    op_name: str = Field(description="the SPEC's op_name")
+    device: str = Field(description="device profile, e.g. a3")
+    dtype: str = Field(description="dtype of Q, K, V and the output")
+    layout: str = Field(description="BNSD or BSND")
+    mask: str = Field(description="the SPEC's mask")
+    kv_cache: str = Field(description="contiguous or paged")
+    quant: str = Field(description="none or fp8")
+    direction: str = Field(description="forward or backward")
+    head_dim: int = Field(description="elements per head")
+    num_heads: int = Field(description="query heads")
+    num_kv_heads: int = Field(description="key/value heads")
+    group_size: int = Field(description="query heads per KV head (num_heads / num_kv_heads)")
+    seq_q: int = Field(description="typical query length (tokens)")
+    seq_kv: int = Field(description="typical key/value length (tokens)")
+    batch: int = Field(description="typical batch size")
+    skeleton: Choice = Field(description="the skeleton card")
+    atoms: list[Choice] = Field(description="the atom cards")
+    form: Literal["baseline", "performance"] = Field(description="safe baseline or performance-oriented form")
+    form_reason: Text = Field(description="why this form: the failed condition, the overflowing budget, or all hold")
+    form_checks: list[FormCheck] = Field(description="the performance-form conditions")
+    q_tile: int = Field(description="query rows per tile (elements)")
+    kv_tile: int = Field(description="key/value columns per tile (elements)")
+    q_tiles: int = Field(description="ceildiv(seq_q, q_tile)")
+    kv_tiles: int = Field(description="ceildiv(seq_kv, kv_tile)")
+    kv_loop: Literal["pypto.loop", "range", "loop_unroll", "none"] = Field(
+        description="construct of the KV loop (none: single pass)")
     variant: str = Field("FA MHA", description="row of the SK-01 variant matrix, or the skeleton's own variant")
     skeleton_checks: list[FormCheck] = Field(default_factory=list, description="applicability conditions of the chosen or rejected skeleton")
     fallback_from: str | None = Field(None, description="skeleton whose conditions failed, e.g. SK-02")
-    passes: int = 1
-    two_pass_reason: str | None = None
-    balance: Balance | None = None
-    block_size: int | None = None
+    passes: int = Field(1, description="passes over KV (backward: 1 or 2)")
+    two_pass_reason: str | None = Field(None, description="the SPEC's reason for two passes (backward)")
+    balance: Balance | None = Field(None, description="multi-core split (causal / sliding window)")
+    block_size: int | None = Field(None, description="paged KV page size (tokens)")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
                                           description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")
     cost_legal: int | None = Field(None, description="number of legal candidates ranked")
     tuning: list[dict[str, Any]] = Field(default_factory=list, description="next best legal candidates with estimated gain")
-    topk: int | None = None
-    window: int | None = None
-    tile_decisions: list[Decision]
-    cube_tiles: dict[str, CubeTile]
-    vec_tiles: dict[str, VecTile]
-    unroll: Unroll
-    unroll_factor: int
-    root_count: int
-    task_count: int
-    work_per_root_macs: int
-    counts: list[Decision]
-    ub_budget: Budget
-    l1_budget: Budget
-    l0_budgets: list[Budget]
-    expansion: Expansion
-    loops: list[LoopRow]
-    state: list[StateRow]
-    config: dict[str, dict[str, Any]]
-    config_entries: list[ConfigEntry]
-    primary_inputs: list[TensorSpec]
-    final_outputs: list[TensorSpec]
-    modules: list[Module]
-    module_count: int
-    module_reason: str
-    scale: float
-    rtol: float
-    atol: float
-    typical_configs: list[dict[str, Any]]
-    dynamic_axes: list[dict[str, Any]]
-    risks: list[str]
+    topk: int | None = Field(None, description="top-k KV positions per query (tokens)")
+    window: int | None = Field(None, description="sliding-window width (tokens)")
+    tile_decisions: list[Decision] = Field(description="q_tile and kv_tile with their basis")
+    cube_tiles: dict[str, CubeTile] = Field(description="stage -> cube TileShape")
+    vec_tiles: dict[str, VecTile] = Field(description="stage -> vector TileShape")
+    unroll: Unroll = Field(description="the KV-loop unroll choice")
+    unroll_factor: int = Field(description="unroll.unroll_factor")
+    root_count: int = Field(description="independent roots (batch x heads x q tiles)")
+    task_count: int = Field(description="C1-V1-C2 steps over all roots")
+    work_per_root_macs: int = Field(description="multiply-accumulates of one matmul stage per root (MACs)")
+    counts: list[Decision] = Field(description="loop and task counts with their basis")
+    ub_budget: Budget = Field(description="UB per vector sub-block (bytes)")
+    l1_budget: Budget = Field(description="L1 (bytes)")
+    l0_budgets: list[Budget] = Field(description="L0A / L0B / L0C per cube stage (bytes)")
+    expansion: Expansion = Field(description="C-TILE-04 expression-expansion estimate")
+    loops: list[LoopRow] = Field(description="the loop nest")
+    state: list[StateRow] = Field(description="state carried across KV tiles")
+    config: dict[str, dict[str, Any]] = Field(description="pass_options and runtime_options")
+    config_entries: list[ConfigEntry] = Field(description="config with status, purpose and source")
+    primary_inputs: list[TensorSpec] = Field(description="inputs in golden signature order")
+    final_outputs: list[TensorSpec] = Field(description="outputs of the operator")
+    modules: list[Module] = Field(description="modules of eval/module_interfaces.yaml")
+    module_count: int = Field(description="number of modules")
+    module_reason: Text = Field(description="why that many modules")
+    scale: float = Field(description="softmax scale 1/sqrt(head_dim)")
+    rtol: float = Field(description="relative tolerance of the self-check (unitless)")
+    atol: float = Field(description="absolute tolerance of the self-check (output units)")
+    typical_configs: list[dict[str, Any]] = Field(description="the SPEC's typical configs with full shapes")
+    dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
+    risks: list[Text] = Field(description="what can break the design, one sentence each")
 
     @property
     def pages_per_tile(self) -> int | None:

@@ -9,7 +9,7 @@ BF16/FP16 casts), the FlashAttention-Infer tiling (``L1TileShape::K = head_dim``
 from __future__ import annotations
 
 from opdesign.catalog import Card, load_catalog
-from opdesign.plan.models import CubeTile
+from opdesign.plan.models import CubeTile, text
 from opdesign.spec import Spec
 
 
@@ -63,9 +63,9 @@ def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, card: Ca
     ax = lambda l1, cap=safe: (l0_for(l1, cap, align), l1)  # noqa: E731
     return {
         "C1": CubeTile(stage="C1", m=ax(m1, qk), k=ax(d_l1), n=ax(n1, qk), operand_dtype=dt,
-                       reason="m: q rows, k: head_dim (L1 = head_dim, FAI), n: kv columns; [L0, L1] per C-TILE-05"),
+                       reason=text("cube.c1")),
         "C2": CubeTile(stage="C2", m=ax(m1, qk), k=ax(k_c2), n=ax(d_l1), operand_dtype="fp8" if spec.quant == "fp8" else dt,
-                       reason="m: q rows, k: kv columns of P, n: head_dim; P and V share the operand dtype (C-API-02)"),
+                       reason=text("cube.c2")),
     }
 
 

@@ -18,12 +18,14 @@ from opdesign.paths import data_dir
 from opdesign.plan.models import Plan
 from opdesign.pypto_run.selfcheck import HARNESS_MARKER
 from opdesign.render.headings import HEADINGS, SUBHEADINGS
+from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
 
 Lang = Literal["en", "zh"]
 
 def _cell(value: Any) -> str:
-    """Markdown table cell: no pipes or newlines break the row."""
+    """Markdown table cell: no pipes or newlines break the row (a phrase is said first)."""
+    value = say_any(value)
     text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or "-"
 
@@ -36,6 +38,7 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        finalize=say_any,
     )
     env.filters["cell"] = _cell
     env.filters["py"] = repr
@@ -103,7 +106,7 @@ def render_interfaces(plan: Plan) -> str:
         "schema_version": 1,
         "op": plan.op_name,
         "primary_inputs": [t.model_dump() for t in plan.primary_inputs],
-        "modules": [m.model_dump() for m in plan.modules],
+        "modules": [m.model_dump(context=SAY) for m in plan.modules],
         "final_outputs": [{"name": t.name, "source": f"module_{plan.modules[-1].id}"} for t in plan.final_outputs],
         "composition_verification": {
             "rtol": plan.rtol,
@@ -111,7 +114,7 @@ def render_interfaces(plan: Plan) -> str:
             "representative_shapes": [{"name": c["name"], **c["shape"]} for c in plan.typical_configs],
             "seeds": sorted({c["seed"] for c in plan.typical_configs}),
         },
-        "numerical_notes": skeleton_of(plan).numerical_notes(plan),
+        "numerical_notes": [say(n) for n in skeleton_of(plan).numerical_notes(plan)],
     }
     return _dump_yaml(data)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from opdesign.catalog import DeviceProfile
-from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, VecTile
+from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, Text, VecTile
 from opdesign.spec import Spec
 
 GoldenCount = tuple[int, str] | None
@@ -68,7 +68,7 @@ class Skeleton:
     template_dir: str
     applies: Callable[[Spec], bool]
     plan: Callable[..., Plan | Rejected]
-    numerical_notes: Callable[[Plan], list[str]]
+    numerical_notes: Callable[[Plan], list[Text]]
     rule_modules: tuple[str, ...]
     rederive_budgets: Callable[[BlockTiles], tuple[Budget, Budget] | None]
     rederive_expansion: Callable[[BlockTiles], Expansion]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from opdesign.catalog import Card, load_catalog
 from opdesign.plan.buffers import l1_budget
-from opdesign.plan.models import Budget, Expansion, Plan
+from opdesign.plan.models import Budget, Expansion, Phrase, Plan, text
 from opdesign.skeletons.base import BlockTiles, Skeleton
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import expansion
@@ -24,11 +24,8 @@ def card() -> Card:
     return load_catalog().card(ID)
 
 
-def numerical_notes(plan: Plan) -> list[str]:
-    return [
-        "mi, li, oi stay FP32 across KV tiles; only the final output is cast (SK-01-R6)",
-        f"P is cast to {plan.dtype} before C2 (C-API-02 equal operand dtypes)",
-    ]
+def numerical_notes(plan: Plan) -> list[Phrase]:
+    return [text("sk01.note.fp32_state"), text("sk01.note.p_cast", dtype=plan.dtype)]
 
 
 def rederive_budgets(t: BlockTiles) -> tuple[Budget, Budget] | None:

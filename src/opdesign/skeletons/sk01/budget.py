@@ -12,7 +12,7 @@ from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
 from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, vec_op_bytes
-from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile
+from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile, text
 from opdesign.plan.tiles import align_up
 
 
@@ -41,35 +41,36 @@ def ub_budget(
     if resident_state:
         items += [
             BudgetItem(name="oi_resident", bytes=rows * head_dim * ACC_BYTES,
-                       formula=f"ceil(q_tile/{cv}) x head_dim x 4 = {rows} x {head_dim} x 4",
+                       formula=text("sk01.ub.oi", cv=cv, rows=rows, head_dim=head_dim),
                        source="SK-01 structural table (resident oi), SK-01-R6 FP32"),
             BudgetItem(name="li_resident", bytes=rows * align,
-                       formula=f"ceil(q_tile/{cv}) x {align} B (a [M,1] row padded to 32 B)",
+                       formula=text("sk01.ub.row_stat", cv=cv, align=align),
                        source="SK-01-R2 accumulators, C-TILE-02 32 B tail"),
             BudgetItem(name="mi_resident", bytes=rows * align,
-                       formula=f"ceil(q_tile/{cv}) x {align} B (a [M,1] row padded to 32 B)",
+                       formula=text("sk01.ub.row_stat", cv=cv, align=align),
                        source="SK-01-R2 accumulators, C-TILE-02 32 B tail"),
         ]
     v1 = vec_op_bytes(vec["V1"], counts["reduce"])
     v2 = vec_op_bytes(vec["V2"], counts["binary"])
     items.append(BudgetItem(
         name="vector_op_peak", bytes=max(v1, v2),
-        formula=f"max(V1 reduce {vec['V1'].shape[0]}x{vec['V1'].shape[1]}x4x{counts['reduce']}, "
-                f"V2 binary {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['binary']})",
+        formula=text("sk01.ub.vector_op_peak", v1_rows=vec["V1"].shape[0], v1_cols=vec["V1"].shape[1],
+                     reduce=counts["reduce"], v2_rows=vec["V2"].shape[0], v2_cols=vec["V2"].shape[1],
+                     binary=counts["binary"]),
         source="C-TILE-03 per-op formula (tensor_count reduce/binary)"))
     c1, c2 = cube["C1"], cube["C2"]
     q_base, kv_base = c1.m[1], c1.n[1]
     half = ceil(q_base / cv)
     items += [
         BudgetItem(name="MM1_RESULT_SIZE", bytes=half * kv_base * ACC_BYTES * RESULT_BUFFERS,
-                   formula=f"qSeqBase/CV_RATIO x kvSeqBase x 4 x {RESULT_BUFFERS} = {half} x {kv_base} x 4 x 2",
+                   formula=text("ub.mm1_result", buffers=RESULT_BUFFERS, half=half, kv_base=kv_base),
                    source="FAI static resources (domain.md §7)"),
         BudgetItem(name="MM2_RESULT_SIZE",
                    bytes=ceil(c2.m[1] / cv) * align_up(head_dim, 64) * ACC_BYTES * RESULT_BUFFERS,
-                   formula=f"qSeqBase/CV_RATIO x Align64(embedBase) x 4 x {RESULT_BUFFERS}",
+                   formula=text("ub.mm2_result", buffers=RESULT_BUFFERS),
                    source="FAI static resources (domain.md §7)"),
         BudgetItem(name="SHARE_UB_SIZE", bytes=ceil(q_base / 2) * ACC_BYTES,
-                   formula=f"CeilDiv(qSeqBase, 2) x 4 = {ceil(q_base / 2)} x 4",
+                   formula=text("ub.share", half=ceil(q_base / 2)),
                    source="FAI static resources (domain.md §7)"),
     ]
-    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
+    return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.name}.ub_bytes")

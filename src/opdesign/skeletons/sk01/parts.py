@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.plan.buffers import make_expansion
-from opdesign.plan.models import CubeTile, Expansion, ExpansionOp, FormCheck, LoopRow, Module, StateRow, TensorSpec, VecTile
+from opdesign.plan.models import (
+    CubeTile,
+    Expansion,
+    ExpansionOp,
+    FormCheck,
+    LoopRow,
+    Module,
+    StateRow,
+    TensorSpec,
+    VecTile,
+    text,
+)
 from opdesign.plan.tiles import align_up, vec_cols_v2
 from opdesign.skeletons.sk01.budget import ub_budget
 
@@ -30,30 +41,30 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     s = spec.shape
     kv_axis = next((a for a in spec.dynamic_axes if a.name == "seq_kv"), None)
     if kv_axis is None:
-        c1 = (True, f"seq_kv fixed at {s.seq_kv}")
+        c1 = (True, text("sk01.perf1.fixed", seq_kv=s.seq_kv))
     elif not kv_axis.uniform:
-        c1 = (False, f"seq_kv is non-uniform varlen in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+        c1 = (False, text("sk01.perf1.varlen", lo=kv_axis.range[0], hi=kv_axis.range[1]))
     else:
-        c1 = (kv_axis.range[0] == kv_axis.range[1], f"seq_kv dynamic in [{kv_axis.range[0]}, {kv_axis.range[1]}]")
+        c1 = (kv_axis.range[0] == kv_axis.range[1], text("sk01.perf1.dynamic", lo=kv_axis.range[0], hi=kv_axis.range[1]))
     dims = sk01.param("perf_head_dims")
     lo, hi = sk01.param("perf_root_range")
     roots = s.batch * s.num_heads * ceil(s.seq_q / q_tile_perf)
     ratio_min = sk01.param("perf_ratio_min")
     perf = spec.performance
     c4 = (perf is not None and perf.ratio > ratio_min,
-          "no performance target in the SPEC" if perf is None
-          else f"current {perf.current_us:.10g} us / baseline {perf.baseline_us:.10g} us = {perf.ratio:.1f}x")
+          text("sk01.perf4.none") if perf is None
+          else text("sk01.perf4.ratio", current_us=perf.current_us, baseline_us=perf.baseline_us, ratio=perf.ratio))
     src = "SK-01 performance-oriented form, condition "
     return [
-        FormCheck(id="SK-01-PERF-1", condition="K-side length is a uniform compile-time constant",
+        FormCheck(id="SK-01-PERF-1", condition=text("sk01.perf1"),
                   observed=c1[1], passed=c1[0], source=src + "1"),
-        FormCheck(id="SK-01-PERF-2", condition=f"head_dim in {dims}", observed=f"head_dim = {s.head_dim}",
+        FormCheck(id="SK-01-PERF-2", condition=text("sk01.perf2", dims=dims), observed=text("sk01.perf2.observed", head_dim=s.head_dim),
                   passed=s.head_dim in dims, source=src + "2"),
-        FormCheck(id="SK-01-PERF-3", condition=f"root_count with Q_TILE = seq_q/2 in [{lo}, {hi}]",
-                  observed=f"Q_TILE = align16(seq_q hi / 2) = {q_tile_perf}; batch {s.batch} x num_heads {s.num_heads} "
-                           f"x ceil(seq_q {s.seq_q} / {q_tile_perf}) = {roots}",
+        FormCheck(id="SK-01-PERF-3", condition=text("sk01.perf3", lo=lo, hi=hi),
+                  observed=text("sk01.perf3.observed", q_tile=q_tile_perf, batch=s.batch, num_heads=s.num_heads,
+                                seq_q=s.seq_q, roots=roots),
                   passed=lo <= roots <= hi, source=src + "3"),
-        FormCheck(id="SK-01-PERF-4", condition=f"performance target more than {ratio_min}x from the baseline",
+        FormCheck(id="SK-01-PERF-4", condition=text("sk01.perf4", ratio_min=ratio_min),
                   observed=c4[1], passed=c4[0], source=src + "4"),
     ]
 
@@ -93,9 +104,9 @@ def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> di
     d = spec.shape.head_dim
     return {
         "V1": VecTile(stage="V1", shape=(rows, cols), dtype="fp32", view=(q_tile, kv_tile),
-                      reason="softmax chain on S in FP32; columns 16-aligned for the FP32 ops and the P cast (C-TILE-02)"),
+                      reason=text("sk01.vec.v1")),
         "V2": VecTile(stage="V2", shape=(rows, vec_cols_v2(d)), dtype="fp32", view=(q_tile, d),
-                      reason="accumulator rescale on [q_tile, head_dim] in FP32 (C-TILE-08: new shape, new TileShape)"),
+                      reason=text("sk01.vec.v2")),
     }
 
 
@@ -112,28 +123,28 @@ def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile],
 
 
 def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:
-    kv_construct = {"range": "Python range (static, <= 8 tiles)", "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
+    kv_construct = {"range": text("sk01.loop.static_range"), "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
     return [
         LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
         LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",
-                dependence=f"independent; kv head = h_idx // {spec.shape.num_heads // spec.shape.num_kv_heads}"),
-        LoopRow(name="q_idx", loop_kind="pypto.loop", bound="ceildiv(seq_q, Q_TILE)", step="Q_TILE rows",
-                dependence="independent (one root each)"),
-        LoopRow(name="kv_idx", loop_kind=kv_construct, bound="ceildiv(seq_kv, KV_TILE)", step="KV_TILE columns",
-                dependence="carries mi/li/oi (online softmax)"),
+                dependence=text("sk01.loop.h_idx", group_size=spec.shape.num_heads // spec.shape.num_kv_heads)),
+        LoopRow(name="q_idx", loop_kind="pypto.loop", bound="ceildiv(seq_q, Q_TILE)", step=text("sk01.loop.q_step"),
+                dependence=text("sk01.loop.q_idx")),
+        LoopRow(name="kv_idx", loop_kind=kv_construct, bound="ceildiv(seq_kv, KV_TILE)", step=text("sk01.loop.kv_step"),
+                dependence=text("sk01.loop.kv_idx")),
     ]
 
 
 def state_rows(spec: Spec, q_tile: int, form: str) -> list[StateRow]:
     d = spec.shape.head_dim
-    init = "first block: bound to the block's value (SSA)" if form == "performance" else "first block branch (is_loop_begin)"
+    init = "sk01.state.init_ssa" if form == "performance" else "sk01.state.init_branch"
     return [
-        StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": mij",
-                 update="mnew = max(mi, mij)", final_use="m output / rescale"),
-        StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=init + ": lij",
-                 update="alpha*li + beta*lij", final_use="o = oi / li on the last block"),
-        StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=init + ": oij",
-                 update="alpha*oi + beta*oij", final_use=f"cast to {spec.dtype}, assemble into attn_out"),
+        StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="mij"),
+                 update="mnew = max(mi, mij)", final_use=text("sk01.state.mi_use")),
+        StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="lij"),
+                 update="alpha*li + beta*lij", final_use=text("sk01.state.li_use")),
+        StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=text(init, value="oij"),
+                 update="alpha*oi + beta*oij", final_use=text("sk01.state.oi_use", dtype=spec.dtype)),
     ]
 
 
@@ -141,7 +152,7 @@ def module(spec: Spec, inputs: list[TensorSpec], out: TensorSpec) -> Module:
     """The one SK-01 module: the whole C1 -> V1 -> C2 loop nest (CANNBot interface format)."""
     return Module(
         id=1, name=f"{spec.op_name}_sk01",
-        description="C1 QK^T -> V1 online softmax -> C2 PV over KV tiles, FP32 state, cast on the last block",
+        description=text("sk01.module"),
         inputs=[{"name": t.name, "source": "primary"} for t in inputs],
         outputs=[{"name": out.name, "shape": out.shape, "dtype": out.dtype}],
     )

@@ -22,7 +22,7 @@ from opdesign.plan.buffers import l0_budgets, l1_budget
 from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
-from opdesign.plan.models import Choice, Decision, Plan
+from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
@@ -43,9 +43,9 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
         max_static = sk01.param("static_kv_max_tiles")
         kv_tile = align_up(ceil(skv / max_static), max(safe, spec.shape.block_size or 1))
         return q_tile, kv_tile, [
-            Decision(name="q_tile", value=q_tile, basis=f"align16(ceil(seq_q {sq} / {per_head})): at most {per_head} Q tiles per (batch, head)",
+            Decision(name="q_tile", value=q_tile, basis=text("sk01.q_tile.perf", sq=sq, per_head=per_head),
                      source="SK-01 perf invariant 1"),
-            Decision(name="kv_tile", value=kv_tile, basis=f"align{safe}(ceil(seq_kv {skv} / {max_static})): k_tile_count <= {max_static} so the K loop is a static range",
+            Decision(name="kv_tile", value=kv_tile, basis=text("sk01.kv_tile.perf", safe=safe, skv=skv, max_static=max_static),
                      source="SK-01 perf invariant 2"),
         ]
     q_tile = min(safe, align_up(sq, align))
@@ -53,25 +53,18 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
     if spec.kv_cache == "paged":
         kv_tile = align_up(kv_tile, spec.shape.block_size)
         return q_tile, kv_tile, [
-            Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
+            Decision(name="q_tile", value=q_tile, basis=text("sk01.q_tile.safe", safe=safe, align=align, sq=sq),
                      source="SK-01 safe baseline"),
             Decision(name="kv_tile", value=kv_tile,
-                     basis=f"min(safe tile {safe}, seq_kv hi {skv}) rounded up to whole pages of block_size {spec.shape.block_size}",
+                     basis=text("sk01.kv_tile.paged", safe=safe, skv=skv, block_size=spec.shape.block_size),
                      source="SK-01 safe baseline, AT-17 (a KV tile gathers whole pages)"),
         ]
     return q_tile, kv_tile, [
-        Decision(name="q_tile", value=q_tile, basis=f"min(safe tile {safe}, align{align}(seq_q hi {sq}))",
+        Decision(name="q_tile", value=q_tile, basis=text("sk01.q_tile.safe", safe=safe, align=align, sq=sq),
                  source="SK-01 safe baseline, FAI BLOCK_BASE_SIZE 128"),
-        Decision(name="kv_tile", value=kv_tile, basis=f"min(safe tile {safe}, align{align}(seq_kv hi {skv}))",
+        Decision(name="kv_tile", value=kv_tile, basis=text("sk01.kv_tile.safe", safe=safe, align=align, skv=skv),
                  source="SK-01 safe baseline, FAI L1TileShape <128,128,128>"),
     ]
-
-
-def _short(values: list[int]) -> str:
-    """A list for a basis text: in full when short, else its ends and its length."""
-    if len(values) <= 12:
-        return str(values)
-    return f"[{', '.join(map(str, values[:6]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} q blocks)"
 
 
 def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device):
@@ -90,11 +83,37 @@ def _over(ub, l1, l0) -> list:
     return [b for b in [ub, l1, *l0] if not b.fits]
 
 
+def _overflow(over: list) -> list[Phrase]:
+    """One ``buffer total B > capacity B`` phrase per budget that does not fit."""
+    return [text("budget.over", buffer=b.buffer, total=b.total_bytes, capacity=b.capacity_bytes) for b in over]
+
+
+def _fit(spec: Spec, form: str, sk01, device):
+    """Tiles of ``form`` and their budgets; the baseline halves the Q tile while a budget overflows
+    (C-TILE-03). Returns ``(q_tile, kv_tile, tile_decisions, cube, vec, ub, l1, l0)``."""
+    q_tile, kv_tile, decisions = _tiles(spec, form, sk01)
+    cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
+    while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
+        why = _overflow(_over(ub, l1, l0))
+        q_tile //= 2
+        cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
+        decisions[0] = Decision(name="q_tile", value=q_tile,
+                                basis=text("sk01.q_tile.halved", q_tile=q_tile, device=device.name,
+                                           before=q_tile * 2, why=why),
+                                source="SK-01 safe baseline, C-TILE-03")
+    return q_tile, kv_tile, decisions, cube, vec, ub, l1, l0
+
+
 def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None, **overrides) -> Plan:
     """Plan a SPEC with the SK-01 online flash attention skeleton.
 
     ``overrides`` are extra :class:`Plan` fields set by a caller that falls back
     to SK-01 (e.g. ``fallback_from``, ``skeleton_checks`` from SK-02).
+
+    The performance form is taken when its four conditions hold and its tiles fit the device;
+    when they do not fit, the plan goes back to the safe baseline (SK-01 card: breaking an
+    invariant sends the design back to the baseline) and ``form_reason`` names the overflowing
+    budgets and the tiles.
 
     Args:
         spec: a validated SPEC.
@@ -111,29 +130,21 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     s = spec.shape
     q_tile_perf = align_up(ceil(axis_hi(spec, "seq_q") / sk01.param("perf_q_tiles_per_head")), 16)
     checks = form_checks(spec, sk01, q_tile_perf)
-    form = "performance" if all(c.passed for c in checks) else "baseline"
     failed = [c for c in checks if not c.passed]
-    form_reason = (
-        "all four SK-01 performance-form conditions hold"
-        if form == "performance"
-        else "safe baseline: failed " + "; ".join(f"{c.id} ({c.condition}: {c.observed})" for c in failed)
-    )
-    q_tile, kv_tile, tile_decisions = _tiles(spec, form, sk01)
+    form = "baseline" if failed else "performance"
+    fitted = _fit(spec, form, sk01, device)
+    if form == "performance" and _over(*fitted[5:]):
+        form_reason = text("sk01.form.no_fit", q_tile=fitted[0], kv_tile=fitted[1], why=_overflow(_over(*fitted[5:])))
+        form = "baseline"
+        fitted = _fit(spec, form, sk01, device)
+    elif form == "performance":
+        form_reason = text("sk01.form.performance")
+    else:
+        form_reason = text("sk01.form.baseline", failed=[
+            text("sk01.form.failed", id=c.id, condition=c.condition, observed=c.observed) for c in failed])
+    q_tile, kv_tile, tile_decisions, cube, vec, ub, l1, l0 = fitted
     q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
     variant = sk01_variant(spec)
-
-    cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
-    while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
-        # C-TILE-03: halve the Q tile until the resident state and results fit
-        why = "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in _over(ub, l1, l0))
-        q_tile //= 2
-        cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
-        tile_decisions[0] = Decision(
-            name="q_tile", value=q_tile,
-            basis=f"safe tile halved to {q_tile} (largest power of two that fits {device.name}; "
-                  f"at {q_tile * 2}: {why})",
-            source="SK-01 safe baseline, C-TILE-03")
-        q_tiles = ceil(s.seq_q / q_tile)
     over = _over(ub, l1, l0)
     if over:
         raise SpecError(
@@ -149,34 +160,34 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     ranges = kv_block_ranges(spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)
     per_q_block = [n for _, n in ranges]
     task_count = s.batch * s.num_heads * sum(per_q_block)
-    task_basis = (f"root_count {root_count} x kv_tiles {kv_tiles}" if spec.mask in ("none", "tensor", "topk")
-                  else f"batch x num_heads x sum(valid kv blocks per q block {_short(per_q_block)})")
+    task_basis = (text("sk01.task_count.dense", root_count=root_count, kv_tiles=kv_tiles)
+                  if spec.mask in ("none", "tensor", "topk") else text("sk01.task_count.banded", per_q_block=per_q_block))
     bal = None
     if spec.mask in ("causal", "sliding_window"):
         bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
-        Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, q_tile {q_tile})", source="SK-01 loop nest"),
-        Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, kv_tile {kv_tile})", source="SK-01 loop nest"),
-        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}",
+        Decision(name="q_tiles", value=q_tiles, basis=text("sk01.q_tiles", seq_q=s.seq_q, q_tile=q_tile), source="SK-01 loop nest"),
+        Decision(name="kv_tiles", value=kv_tiles, basis=text("sk01.kv_tiles", seq_kv=s.seq_kv, kv_tile=kv_tile), source="SK-01 loop nest"),
+        Decision(name="root_count", value=root_count, basis=text("sk01.root_count", batch=s.batch, num_heads=s.num_heads, q_tiles=q_tiles),
                  source="SK-01 structural table (root count)"),
-        Decision(name="task_count", value=task_count, basis=task_basis + " (one C1-V1-C2 step per task)",
+        Decision(name="task_count", value=task_count, basis=text("sk01.task_count", basis=task_basis),
                  source="SK-01 structural table, FAI pipeline (domain.md §7)"),
-        Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim} per matmul stage",
+        Decision(name="work_per_root_macs", value=work, basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
+                 basis=text("sk01.cores_busy", aic_cores=device.aic_cores), source=f"devices.yaml {device.name}.aic_cores"),
     ]
     if spec.kv_cache == "paged":
         bs = s.block_size
         counts.append(Decision(name="seq_kv_paged", value=align_up(s.seq_kv, bs),
-                               basis=f"RoundUp(seq_kv {s.seq_kv}, block_size {bs}): tiling statistics count whole pages",
+                               basis=text("sk01.seq_kv_paged", seq_kv=s.seq_kv, block_size=bs),
                                source="FAI paged attention (domain.md §7), AT-17"))
-        counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=f"kv_tile {kv_tile} // block_size {bs}",
+        counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
-                               basis=f"max / mean valid KV blocks per core over {bal.cores} cores",
+                               basis=text("sk01.core_imbalance", cores=bal.cores),
                                source="FAI load balance (domain.md §7)"))
     config, entries = config_entries(spec, sk01)
     primary, outputs = io_tensors(spec)
@@ -185,8 +196,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_count, module_reason = golden_module_count
     else:
         module_count = 1
-        module_reason = ("no golden given; SK-01 keeps C1 -> V1 -> C2 and the online-softmax state in one "
-                         "module (the softmax chain and the state it carries belong together)")
+        module_reason = text("sk01.module.no_golden")
     rtol, atol = fp8_tolerance(*spec.tolerance) if spec.quant == "fp8" else spec.tolerance
     plan = Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
@@ -194,7 +204,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
         group_size=s.num_heads // s.num_kv_heads, seq_q=s.seq_q, seq_kv=s.seq_kv, batch=s.batch,
         skeleton=Choice(id="SK-01", title=sk01.title,
-                        reason="forward attention iterating KV tiles with an online softmax (QK^T -> softmax -> PV)"),
+                        reason=text("sk01.skeleton")),
         atoms=_atoms(spec, cat),
         form=form, form_reason=form_reason, form_checks=checks,
         q_tile=q_tile, kv_tile=kv_tile, q_tiles=q_tiles, kv_tiles=kv_tiles, kv_loop=kv_loop,
@@ -216,40 +226,29 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:
-    picks = [
-        ("AT-12", "C1: S = Q K^T scaled by 1/sqrt(head_dim)"),
-        ("AT-01", "V1: online softmax carrying mi/li/oi across KV tiles"),
-        ("AT-13", "C2: O_ij = P V"),
-        ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape"),
-        ("AT-21", "sub-graph scopes keep the softmax chain in one vector graph"),
-    ]
+    picks = [("AT-12", text("sk01.atom.at12")), ("AT-01", text("sk01.atom.at01")), ("AT-13", text("sk01.atom.at13")),
+             ("AT-20", text("sk01.atom.at20")), ("AT-21", text("sk01.atom.at21"))]
     if spec.kv_cache == "paged":
-        picks.append(("AT-17", f"paged KV: gather the pages of each KV tile through block_table "
-                               f"(block_size {spec.shape.block_size}), negative ids clamped to 0 (SK-01-R7)"))
+        picks.append(("AT-17", text("sk01.atom.at17", block_size=spec.shape.block_size)))
     if spec.quant == "fp8":
-        picks.append(("AT-08", "quantise P per row to FP8 E4M3 between V1 and C2 (SK-01-R8)"))
-        picks.append(("AT-06", "dequantise the C2 product by the P row scale and the V channel scale (SK-01-R8)"))
+        picks += [("AT-08", text("sk01.atom.at08")), ("AT-06", text("sk01.atom.at06"))]
     return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
 
 
-def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[str]:
+def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[Phrase]:
     s = spec.shape
-    out = [f"UB margin {ub.capacity_bytes - ub.total_bytes} B of {ub.capacity_bytes} B "
-           f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): any added vector buffer must be re-budgeted (C-TILE-03)."]
+    out = [text("risk.ub_margin", margin=ub.capacity_bytes - ub.total_bytes, capacity=ub.capacity_bytes,
+                pct=100 * ub.total_bytes / ub.capacity_bytes)]
     if s.seq_q % q_tile or s.seq_kv % kv_tile:
-        out.append(f"tails: seq_q {s.seq_q} mod q_tile {q_tile} = {s.seq_q % q_tile}, seq_kv {s.seq_kv} mod kv_tile {kv_tile} = "
-                   f"{s.seq_kv % kv_tile}; padded rows/columns must not reach the row max or row sum (AT-20).")
+        out.append(text("risk.tails", seq_q=s.seq_q, q_tile=q_tile, q_rem=s.seq_q % q_tile, seq_kv=s.seq_kv,
+                        kv_tile=kv_tile, kv_rem=s.seq_kv % kv_tile))
     if spec.mask in ("causal", "sliding_window"):
-        out.append(f"{spec.mask} mask: q blocks see different numbers of KV blocks, so per-core work is uneven "
-                   "(FAI load balance; see the balance table).")
+        out.append(text("sk01.risk.uneven", mask=spec.mask))
     if spec.mask == "topk":
-        out.append("top-k on SK-01 reads every KV tile and masks the positions the indexer did not pick; the "
-                   "index_select gather of the Sparse Attn row would read only the picked rows (tuning direction).")
+        out.append(text("sk01.risk.topk"))
     if spec.mask in ("causal", "sliding_window", "topk"):
-        out.append("the in-block mask helpers of the pseudocode (causal_fill / window_fill / topk_tile_mask) are written against a generic "
-                   "triangular-mask API: map them to the mask primitive of the target PyPTO release.")
+        out.append(text("sk01.risk.mask_helpers"))
     if form == "performance":
-        out.append("performance form: breaking any SK-01 invariant (Q_TILE = seq_q/2, static K range, SSA state, "
-                   "sg_set_scope(6) chain, column-wise l/m) voids it; fall back to the safe baseline.")
-    out.append(f"expression expansion: {exp.max_per_op} per op against {exp.limit} (C-TILE-04 estimate; confirm with the real compile).")
+        out.append(text("sk01.risk.perf_invariants"))
+    out.append(text("risk.expansion", max_per_op=exp.max_per_op, limit=exp.limit))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import Card
-from opdesign.plan.models import Unroll
+from opdesign.plan.models import Unroll, text
 from opdesign.spec import Spec
 
 # E4M3 keeps 3 mantissa bits: round-to-nearest relative error is at most 2**-4.
@@ -54,22 +54,18 @@ def choose_unroll(spec: Spec, sk01: Card, variant: str, kv_tile: int, form: str)
     candidates = unroll_candidates(spec, sk01)
     if form == "performance":
         return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1],
-                      remainder_rule="no remainder: the static range traces every KV tile",
-                      reason="performance form: static Python range over <= 8 KV tiles, no unroll_list (SK-01 perf invariant 2)",
+                      remainder_rule=text("sk01.unroll.static_remainder"), reason=text("sk01.unroll.static"),
                       source="SK-01 perf invariant 2, C-LOOP-05")
     own = sk01.unroll_candidates.get(variant, [])
     if len(own) <= 1:
-        return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1], remainder_rule="factor 1: no remainder",
-                      reason=f"{variant} runs the KV loop as pypto.loop (SK-01 variant matrix); "
-                             f"factors {candidates} are tuning candidates",
+        return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1], remainder_rule=text("unroll.factor_1"),
+                      reason=text("sk01.unroll.loop", variant=variant, candidates=candidates),
                       source="SK-01 variant matrix and unroll candidates, C-LOOP-05")
     min_tiles = min(ceil(spec.config_shape(c).seq_kv / kv_tile) for c in spec.typical_configs)
     factor = max([c for c in candidates if c <= min_tiles] or [1])
-    rule = ("factor 1: no remainder" if factor == 1 else
-            f"loop_unroll(unroll_list=[{factor}]) runs groups of {factor} KV tiles; the last group runs "
-            f"kv_tiles mod {factor} tiles through the same body (valid_shape tails)")
+    rule = text("unroll.factor_1") if factor == 1 else text("sk01.unroll.remainder", factor=factor)
     return Unroll(candidates=candidates, unroll_factor=factor, unroll_list=[factor], remainder_rule=rule,
-                  reason=f"{variant} candidates {candidates}: largest not above the smallest typical KV tile count {min_tiles}",
+                  reason=text("sk01.unroll.chosen", variant=variant, candidates=candidates, min_tiles=min_tiles),
                   source=f"SK-01 unroll candidates ({variant}), C-LOOP-05")
 
 
