@@ -37,10 +37,11 @@ import yaml
 
 import opdesign
 from opdesign.pipeline import plan_from_spec_file
-from opdesign.render import _env
+from opdesign.render.design import render_kernel as _render_kernel
 
 RUN_SRC = Path(os.environ.get("OPDESIGN_PYPTO_RUN_SRC", "/work/main/src"))
-opdesign.__path__.append(str(RUN_SRC / "opdesign"))  # only pypto_run is taken from there
+if not (Path(opdesign.__file__).parent / "pypto_run").is_dir():
+    opdesign.__path__.append(str(RUN_SRC / "opdesign"))  # a worktree without pypto_run takes it from there
 from opdesign.pypto_run.runner import run_isolated  # noqa: E402
 
 PYTHON = os.environ.get("OPDESIGN_PYPTO_PYTHON", sys.executable)
@@ -66,7 +67,7 @@ def render_kernel(spec: Path) -> tuple[str, str]:
     plan = plan_from_spec_file(spec)
     if plan.skeleton.id != "SK-01":
         raise SystemExit(f"{spec}: plans to {plan.skeleton.id}, not SK-01")
-    return plan.op_name, _env().get_template("sk01/kernel.py.j2").render(plan=plan)
+    return plan.op_name, _render_kernel(plan)
 
 
 def api_names() -> dict[str, set[str]]:
@@ -156,7 +157,7 @@ def main() -> int:
                 continue
             res = run_config(kernel, lit, cfg["name"], not args.full, args.mode, kdir / f"run_{cfg['name']}")
             shape = cfg["shape"] if args.full else cfg["quick"]
-            print(f"    shape={shape}")
+            print(f"    shape={shape} shrunk={cfg.get('shrunk' if args.full else 'quick_shrunk')}")
             show(cfg["name"], res)
             report.append({"spec": str(spec), "config": cfg["name"], "shape": shape, **res})
         if args.mutants:
