@@ -34,6 +34,7 @@ from ._lazy import import_pypto
 from .adapter import verify_data_fix
 from .diagnose import classify_chain, classify_exception  # noqa: F401 (re-exported)
 from .isolation import OUTPUT_SUBDIR, capture_fds, isolated, work_env
+from .swimlane import rerun_figures
 from .results import (
     KernelError,
     RunResult,
@@ -169,7 +170,7 @@ def run_in_process(
         # Note: the CSV rows are flushed at process exit; in-process callers see NOT_RUN
         # here and should use run_isolated (which re-reads the CSV after the child exits).
         new = [p for p in find_verify_csvs(wdir / OUTPUT_SUBDIR) if p not in before]
-        result.verify = merge_verify([parse_verify_csv(p) for p in new])
+        result.verify = merge_verify([parse_verify_csv(p, tol) for p in new])
         if not new:
             result.errors.append(KernelError("verify", "no verify_result_brief.csv was written"))
     if result.compiled and result.sim_us is None and not result.errors:
@@ -238,10 +239,14 @@ def run_isolated(
         result = RunResult.from_dict(json.loads(result_path.read_text()))
         if mode == "verify" and result.compiled:
             # PyPTO flushes verify_result_brief.csv only when the process exits: read it now
-            result.verify = merge_verify([parse_verify_csv(p) for p in find_verify_csvs(work / OUTPUT_SUBDIR)])
+            result.verify = merge_verify([parse_verify_csv(p, tol) for p in find_verify_csvs(work / OUTPUT_SUBDIR)])
             result.errors = [e for e in result.errors if e.stage != "verify"]
             if result.verify.status == "NOT_RUN":
                 result.errors.append(KernelError("verify", "no verification row was written"))
+        if result.compiled and result.sim_us is None and result.output_dir:
+            result.sim_us, result.utilization = rerun_figures(result.output_dir, interpreter)
+            if result.sim_us is not None:  # the SIM ran; it only skipped printing its figure
+                result.errors = [e for e in result.errors if not (e.stage == "sim" and "End-to-End" in e.message)]
         return result
     result = RunResult(seconds=round(time.perf_counter() - start, 3), log_tail=strip_ansi(log_text)[-3000:])
     result.sim_us, result.utilization = parse_sim_figures(log_text)
