@@ -156,7 +156,8 @@ def swimlane_figure(out: dict) -> None:
     script = Path(PYTHON).parents[1] / "lib/python3.11/site-packages/pypto/lib/scripts/draw_swim_lane.py"
     if not swim.exists() or not script.exists():
         return
-    proc = subprocess.run([PYTHON, str(script), str(swim.relative_to(odir)), "tmp_topo_json.json", "program.json"],
+    proc = subprocess.run([PYTHON, str(script), str(swim.relative_to(odir)), "tmp_topo_json.json", "program.json",
+                           "--label_type=1", "--time_convert_denominator=1800"],  # cycles -> us (1.8 GHz), as PyPTO calls it
                           cwd=odir, capture_output=True, text=True, timeout=600)
     e2e = re.findall(r"AICore End-to-End Time:\s*([-+0-9.eE]+)", proc.stdout)
     util = re.findall(r"AICore Utilization:\s*([-+0-9.eE]+)%", proc.stdout)
