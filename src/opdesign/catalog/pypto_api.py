@@ -27,6 +27,7 @@ class ApiSurface:
     missing: dict[str, str]
     method_notes: dict[str, str]
     non_tensor: frozenset[str]
+    runtime_limits: dict[str, dict[str, Any]]
 
     def entry(self, dotted: str) -> dict[str, Any] | None:
         """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
@@ -50,4 +51,5 @@ def load_api_surface() -> ApiSurface:
     manifest, notes = _load("pypto_api.yaml"), _load("pypto_api_notes.yaml")
     return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
                       value_classes=manifest["value_classes"], missing=notes["missing"],
-                      method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]))
+                      method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]),
+                      runtime_limits=notes.get("runtime_limits", {}))

@@ -236,9 +236,15 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
         group, _, name = rec.key.partition(".")
         wanted = rec.status != "per_scenario" and not rec.when
         if group in config and (wanted or (name == "max_workspace_kb" and spec.device == "a3")):
-            config[group][name] = rec.value
-            entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose=rec.purpose,
-                                       source=f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}"))
+            value, purpose, source = rec.value, rec.purpose, f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}"
+            api = load_api_surface()
+            limit = api.runtime_limits.get(name) if group == "runtime_options" else None
+            if limit is not None and isinstance(value, int) and value > limit["max"]:
+                # the framework wins over the card: its SIM does not survive the card's value
+                value, purpose = limit["max"], f"{purpose} Card value {rec.value}, capped at {limit['max']}: {limit['why']}."
+                source += f", PyPTO {api.release} (constraints/pypto_api_notes.yaml)"
+            config[group][name] = value
+            entries.append(ConfigEntry(key=rec.key, value=value, status=rec.status, purpose=purpose, source=source))
     return config, entries
 
 
