@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from opdesign.skeletons.sk02 import ID
+from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
 from opdesign.validate.registry import Context, Hit, rule
@@ -67,14 +68,8 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
     ``unroll_list=``). Leftover online state costs UB and branches and rounds differently."""
     if not _sk02(ctx):
         return
-    block = ctx.block or {}
     if ctx.block is not None:
-        if block.get("kv_loop") != "none":
-            yield Hit(ctx.block_line("kv_loop"), f"kv_loop is {block.get('kv_loop')!r}: SK-02 has no KV loop ('none')")
-        if block.get("accumulators"):
-            yield Hit(ctx.block_line("accumulators"), f"accumulators {block['accumulators']!r}: SK-02 carries no online state")
-        if block.get("unroll_list"):
-            yield Hit(ctx.block_line("unroll_list"), f"unroll_list {block['unroll_list']!r}: SK-02 has no KV loop to unroll")
+        yield from bd.hits(ctx, checks.no_kv_loop_state(ctx.block))
     if ctx.program is None:
         return
     names = set(bd.catalog().card("SK-01").param("accumulators"))
@@ -92,6 +87,19 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
         hit = [t.id for t in targets if isinstance(t, ast.Name) and t.id in names]
         if hit or allocation(node, names) is not None:
             yield Hit(node.line, f"accumulator {(hit or ['oi/li/mi'])[0]}: SK-02 carries no online state")
+
+
+@rule("SK-02-R1", "error", "numbers", "SK-02-R1, SK-02-R2 (C-TILE-03)",
+      "an SK-02 design's KV tile does not cover the whole top-k row, or its UB total exceeds the capacity",
+      bad="opdesign:\n  skeleton: SK-02\n  kv_tile: 1024\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
+      good="opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
+      needs_block=True)
+def check_whole_row(ctx: Context) -> Iterator[Hit]:
+    """One pass covers the whole top-k row: ``S2_TILE`` (the block's ``kv_tile``) is at least the
+    columns of V1's view (the ``[q_tile, topk]`` score row), and everything resident fits UB (the
+    stated ``ub_budget.total_bytes`` within its capacity). Otherwise the design belongs to SK-01."""
+    if _sk02(ctx):
+        yield from bd.hits(ctx, checks.whole_row_fits(ctx.block or {}))
 
 
 @rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06)",
