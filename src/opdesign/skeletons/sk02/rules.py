@@ -15,7 +15,7 @@ from opdesign.skeletons.sk02 import ID
 from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
-from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.registry import Context, Hit, condition, rule
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
@@ -51,6 +51,17 @@ def _is_kv_loop(ctx: Context, node: Node) -> bool:
                     if sides & targets and any(k in s for s in sides for k in KV_TILE_NAMES):
                         return True
     return False
+
+
+for _n, _text, _by in (
+        (1, "topk is a compile-time constant and S2_TILE = align16(topk) >= topk (SK-02-R1)", "SK-02-R1"),
+        (2, "keeping the whole top-k row resident, intermediates included, fits UB at some q_tile (SK-02-R2, C-TILE-03)",
+         "SK-02-R1"),
+        (3, "the row reductions amax / sum over dim=-1 span the column tiles within the C-TILE-04 expansion limit",
+         "C-TILE-04"),
+):
+    condition(f"SK-02-COND-{_n}", f"SK-02 condition {_n}: {_text}; when one fails the SPEC is planned with SK-01",
+              f"SK-02 card, parameters.conditions[{_n - 1}]", checked_by=_by)
 
 
 @rule("SK-02-R3", "error", "pseudocode", "SK-02-R3 (AT-02-R3)",
