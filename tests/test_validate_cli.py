@@ -109,7 +109,9 @@ def test_rules_lists_checks_and_explains_one() -> None:
     data = json.loads(runner.invoke(app, ["rules", "C-TILE-02", "--json"]).output)
     assert data["parameters"]["align_bytes"] == 32 and data["check"]["level"] == "error"
     check = json.loads(runner.invoke(app, ["rules", "SK-01-P1", "--json"]).output)
-    assert check["id"] == "SK-01-P1" and check["needs_block"] is True
+    assert check["id"] == "SK-01-P1" and check["check"]["needs_block"] is True
+    card_rule = runner.invoke(app, ["rules", "SK-01-R4"])  # a card rule without a check is explained too
+    assert card_rule.exit_code == 0 and card_rule.output.startswith("SK-01-R4  (must, card of SK-01)")
 
 
 def test_pre_commit_hook_definition(ops: Path, cli) -> None:

@@ -136,19 +136,6 @@ def _card_text(card: _catalog.Card) -> str:
     return "\n".join(out) + "\n\n" + card.body.rstrip()
 
 
-def _constraint_text(item: _catalog.Constraint) -> str:
-    """Human view of one constraint: every field, parameters last."""
-    out = [f"{item.id}  ({item.level}, area {item.area})"]
-    fields = (("rule", item.rule), ("when", item.when), ("consequence", item.consequence))
-    out += [f"  {label:<13}{value}" for label, value in fields if value]
-    out += [f"  {'source':<13}{item.source}", f"  {'file':<13}{item.path}"]
-    if item.parameters:
-        out.append("  parameters:")
-        for name, value in item.parameters.items():
-            out += _value_lines(name, value, indent="    ")
-    return "\n".join(out)
-
-
 @cards_app.command("list")
 def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List every skeleton and atom card: id, type, title, tags."""
@@ -176,39 +163,24 @@ def cards_show(
 
 @app.command("rules")
 def rules(
-    rule_id: str | None = typer.Argument(None, help="Show one rule, e.g. C-TILE-02; omit to list all."),
+    rule_id: str | None = typer.Argument(None, help="Show one rule, e.g. C-TILE-02 or SK-01-R4; omit to list all."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """List the rule catalog (constraints C-TILE/LOOP/SYM/DATA/API, then the validator's checks), or show one rule in full."""
-    from opdesign.validate.collect import all_rules, get_rule
+    """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
+    from opdesign.validate.rulebook import explain, explain_text, rule_rows
 
-    if rule_id is None:
-        checks = all_rules()
-        constraint_rows = _catalog.rule_rows()
-        known = {row["id"] for row in constraint_rows}
-        rows = [{**row, "checked_by_validator": row["id"] in checks} for row in constraint_rows]
-        rows += [{**check.as_row(), "checked_by_validator": True} for cid, check in checks.items() if cid not in known]
-        if as_json:
-            _echo_json(rows)
-        for row in rows if not as_json else []:
-            mark = "*" if row["checked_by_validator"] else " "
-            typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
-        if not as_json:
-            typer.echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
+    if rule_id is not None:
+        entry = explain(rule_id)
+        typer.echo(entry.model_dump_json(indent=2) if as_json else explain_text(entry.id, _value_lines))
         return
-    check = get_rule(rule_id)
-    if check is not None and rule_id.strip().upper() not in _catalog.load_catalog().constraints:
-        from opdesign.validate.output import rule_text
-
-        typer.echo(json.dumps(check.as_dict(), indent=2, ensure_ascii=False) if as_json else rule_text(check.id))
-        return
-    item = _catalog.load_catalog().constraint(rule_id)
+    rows = rule_rows()
     if as_json:
-        _echo_json({**item.model_dump(mode="json"), **({"check": check.as_dict()} if check else {})})
-    else:
-        from opdesign.validate.output import rule_text
-
-        typer.echo(_constraint_text(item) + (f"\n\ncheck (opdesign validate): {rule_text(check.id)}" if check else ""))
+        _echo_json(rows)
+        return
+    for row in rows:
+        mark = "*" if row["checked_by_validator"] else " "
+        typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
+    typer.echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
 
 
 # === golden ===

@@ -5,16 +5,13 @@ They call the functions behind ``opdesign cards list|show`` and ``opdesign rules
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from opdesign.errors import NotFoundError
 from opdesign.agent.base import Root, Tool, ToolInput, ToolOutput, require_library
 
 RULE_ID = Field(min_length=1, max_length=64, description="rule id, e.g. C-TILE-02 or SK-01-R3")
-_CARD_RULE = re.compile(r"^((?:SK|AT)-\d{2})-R\d+$", re.IGNORECASE)
 
 
 # --- list_patterns / get_pattern ---
@@ -76,37 +73,27 @@ class ListRulesInput(ToolInput):
 
 class RuleRow(ToolOutput):
     id: str
+    kind: str = Field(description="constraint (table entry), card (SK/AT card rule), condition (planner condition) "
+                                  "or check (validator rule without a catalog entry)")
     level: str
     text: str
     source: str
-    kind: str = Field(description="constraint (table entry), card (SK/AT card rule) or check (validator rule)")
-    family: str | None = Field(None, description="validator family of a check: document, interfaces, numbers, "
-                                                 "pseudocode")
+    family: str | None = Field(None, description="validator family when the validator checks the id: document, "
+                                                 "interfaces, numbers, pseudocode")
+    checked_by_validator: bool = Field(description="opdesign validate re-checks this rule")
 
 
 class ListRulesResult(ToolOutput):
     rules: list[RuleRow]
 
 
-def _checks() -> dict[str, Any]:
-    """The validator's registered checks by id (``opdesign.validate.registry``)."""
-    return require_library("opdesign.validate.collect", "all_rules")()
-
-
-def _rule_rows() -> list[dict[str, Any]]:
-    """Constraint rows (as ``opdesign rules``), then card rules, then validator checks."""
-    from opdesign.catalog import load_catalog, rule_rows
-
-    rows = list(rule_rows())
-    for card in load_catalog().cards.values():
-        rows += [{"id": r.id, "level": r.level, "text": r.text, "source": card.source, "kind": "card"}
-                 for r in card.rules]
-    return rows + [check.as_row() for check in _checks().values()]
+def _rulebook(name: str) -> Any:
+    """A function of the one rule catalog (:mod:`opdesign.validate.rulebook`), shared with ``opdesign rules``."""
+    return require_library("opdesign.validate.rulebook", name)
 
 
 def _list_rules(args: ListRulesInput, root: Root) -> ListRulesResult:
-    prefix = (args.prefix or "").strip().upper()
-    return ListRulesResult(rules=[RuleRow(**row) for row in _rule_rows() if row["id"].upper().startswith(prefix)])
+    return ListRulesResult(rules=[RuleRow(**row) for row in _rulebook("rule_rows")(args.prefix)])
 
 
 class ExplainRuleInput(ToolInput):
@@ -127,7 +114,7 @@ class CheckInfo(ToolOutput):
 
 class RuleInfo(ToolOutput):
     id: str
-    kind: str = Field(description="constraint, card or check (a validator rule with no catalog entry)")
+    kind: str = Field(description="constraint, card, condition or check (a validator rule with no catalog entry)")
     level: str
     text: str = Field(description="the rule")
     consequence: str | None = Field(None, description="what goes wrong when it is broken")
@@ -135,30 +122,17 @@ class RuleInfo(ToolOutput):
     source: str
     parameters: dict[str, Any] = Field(default_factory=dict, description="thresholds the check reads")
     owner: str | None = Field(None, description="the card (SK/AT id) or table file the rule belongs to")
+    area: str | None = Field(None, description="constraint area (TILE, LOOP, SYM, DATA, API)")
+    checked_by: str | None = Field(None, description="for a condition: the validator rule that re-checks it")
     check: CheckInfo | None = Field(None, description="the validator check of this id, when there is one")
 
 
 def _explain_rule(args: ExplainRuleInput, root: Root) -> RuleInfo:
-    from opdesign.catalog import load_catalog
-
-    rule_id = args.id.strip().upper()
-    catalog = load_catalog()
-    found = _checks().get(rule_id)
-    check = CheckInfo(**{k: v for k, v in found.as_dict().items() if k in CheckInfo.model_fields}) if found else None
-    card_match = _CARD_RULE.match(rule_id)
-    if rule_id in catalog.constraints:
-        c = catalog.constraint(rule_id)
-        return RuleInfo(id=c.id, kind="constraint", level=c.level, text=c.rule, consequence=c.consequence,
-                        when=c.when, source=c.source, parameters=c.parameters, owner=c.path, check=check)
-    if card_match and card_match.group(1) in catalog.cards:
-        card = catalog.card(card_match.group(1))
-        r = card.rule(rule_id)
-        return RuleInfo(id=r.id, kind="card", level=r.level, text=r.text, consequence=r.consequence,
-                        when=r.when, source=card.source, owner=card.id, check=check)
-    if check is not None:
-        return RuleInfo(id=rule_id, kind="check", level=check.level, text=check.message, source=found.source,
-                        check=check)
-    raise NotFoundError(f"unknown rule {args.id!r}; list_rules gives every id", {"id": args.id})
+    entry = _rulebook("explain")(args.id)
+    data = entry.model_dump()
+    check = data.pop("check")
+    return RuleInfo(**data, check=CheckInfo(**{k: v for k, v in check.items() if k in CheckInfo.model_fields})
+                    if check else None)
 
 
 CATALOG_TOOLS = (

@@ -243,6 +243,18 @@ class Balance(_Model):
         return groups
 
 
+class CheckRow(_Model):
+    """Verdict of one design-check row of DESIGN.md, computed by :mod:`opdesign.plan.checks`."""
+
+    rule: str = Field(description="the validator rule that computes the same verdict, e.g. C-TILE-04")
+    result: Literal["pass", "fail", "warn"] = Field(description="warn: a should-level rule is broken")
+    problems: list[str] = Field(default_factory=list, description="what is broken (empty on pass)")
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "pass"
+
+
 class Plan(_Model):
     """The complete design decided from a SPEC (:func:`opdesign.skeletons.registry.estimate`).
 
@@ -318,6 +330,8 @@ class Plan(_Model):
     typical_configs: list[dict[str, Any]] = Field(description="the SPEC's typical configs with full shapes")
     dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
     risks: list[Text] = Field(description="what can break the design, one sentence each")
+    design_checks: dict[str, CheckRow] = Field(default_factory=dict,
+                                               description="verification rows by key (plan.checks), e.g. C-TILE-04")
 
     @property
     def pages_per_tile(self) -> int | None:

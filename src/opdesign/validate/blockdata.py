@@ -11,15 +11,13 @@ import re
 from typing import Any
 
 from opdesign.catalog import load_catalog
-from opdesign.plan.models import CubeTile, VecTile
+from opdesign.plan import checks
 from opdesign.skeletons.base import Skeleton
 from opdesign.skeletons.registry import FALLBACK, find
-from opdesign.spec import DTYPE_BYTES
-from opdesign.validate.registry import Context
+from opdesign.validate.registry import Context, Hit
 
 #: Largest tile or size value taken as a number; bigger ones are reported by C-TILE-06.
-MAX_VALUE = 2**31 - 1
-FP32_NAMES = frozenset({"fp32", "float32", "dt_fp32"})
+MAX_VALUE = checks.MAX_VALUE
 _LEADING_INT = re.compile(r"^\s*\**\s*(-?\d+)\b")
 _SKELETON_ID = re.compile(r"^SK-\d{2}$")
 
@@ -31,9 +29,7 @@ MAX_COUNT = 2**53
 
 def pos_int(value: Any, limit: int = MAX_VALUE) -> int | None:
     """``value`` if it is an int in [1, limit] (not a bool), else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit:
-        return value
-    return None
+    return checks.pos_int(value, limit)
 
 
 def catalog():
@@ -53,7 +49,7 @@ def device(ctx: Context):
 
 
 def is_fp32(name: Any) -> bool:
-    return isinstance(name, str) and name.strip().lower() in FP32_NAMES
+    return checks.is_fp32(name)
 
 
 def accumulator_names(ctx: Context) -> list[str]:
@@ -66,45 +62,22 @@ def accumulator_names(ctx: Context) -> list[str]:
 
 
 def _pair(value: Any) -> tuple[int, int] | None:
-    if isinstance(value, list) and len(value) == 2:
-        a, b = pos_int(value[0]), pos_int(value[1])
-        if a is not None and b is not None:
-            return a, b
-    return None
+    return checks.pair(value)
 
 
 def cube_tiles(ctx: Context) -> dict[str, Any] | None:
     """``{stage: plan.CubeTile}`` when every cube tile of the block is well-formed, else None."""
-    raw = (ctx.block or {}).get("cube_tiles")
-    if not isinstance(raw, dict) or not raw:
-        return None
-    out = {}
-    for stage, tile in raw.items():
-        if stage not in ("C1", "C2") or not isinstance(tile, dict):
-            return None
-        axes = [_pair(tile.get(a)) for a in ("m", "k", "n")]
-        if None in axes or tile.get("operand_dtype") not in DTYPE_BYTES:
-            return None
-        out[stage] = CubeTile(stage=stage, m=axes[0], k=axes[1], n=axes[2], operand_dtype=tile["operand_dtype"],
-                              reason="from the DESIGN.md opdesign block")
-    return out
+    return checks.cube_tiles(ctx.block or {})
 
 
 def vec_tiles(ctx: Context) -> dict[str, Any] | None:
     """``{stage: plan.VecTile}`` when every vector tile of the block is well-formed, else None."""
-    raw = (ctx.block or {}).get("vec_tiles")
-    if not isinstance(raw, dict) or not raw:
-        return None
-    out = {}
-    for stage, tile in raw.items():
-        if stage not in ("V1", "V2") or not isinstance(tile, dict):
-            return None
-        shape, view = _pair(tile.get("shape")), _pair(tile.get("view"))
-        if shape is None or view is None or tile.get("dtype") not in DTYPE_BYTES:
-            return None
-        out[stage] = VecTile(stage=stage, shape=shape, dtype=tile["dtype"], view=view,
-                             reason="from the DESIGN.md opdesign block")
-    return out
+    return checks.vec_tiles(ctx.block or {})
+
+
+def hits(ctx: Context, problems: list[checks.Problem]) -> list[Hit]:
+    """The problems of a :mod:`opdesign.plan.checks` function as hits at their block lines."""
+    return [Hit(ctx.block_line(*p.path), p.message) for p in problems]
 
 
 def axis_hi(ctx: Context, name: str) -> int | None:

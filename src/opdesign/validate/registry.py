@@ -16,6 +16,7 @@ block: skipped, and reported as skipped, when it is absent) and ``pseudocode``.
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,15 @@ class Rule:
 _REGISTRY: dict[str, Rule] = {}
 
 
+def _example(text: str) -> str:
+    """A bad / good example as written: common indentation of all lines removed, outer blank lines dropped.
+
+    (``inspect.cleandoc`` is for docstrings: it ignores the first line when measuring the indentation,
+    so a snippet whose first line starts at column 0 lost the indentation of every other line.)
+    """
+    return textwrap.dedent(text).strip("\n")
+
+
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
          needs_block: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
     """Register the decorated check as rule ``rule_id``; its docstring is the explanation."""
@@ -74,11 +84,37 @@ def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, 
         if rule_id in _REGISTRY:
             raise ValueError(f"rule {rule_id} registered twice")
         _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
-                                  explanation=inspect.cleandoc(check.__doc__ or ""), bad=inspect.cleandoc(bad),
-                                  good=inspect.cleandoc(good), check=check, needs_block=needs_block)
+                                  explanation=inspect.cleandoc(check.__doc__ or ""), bad=_example(bad),
+                                  good=_example(good), check=check, needs_block=needs_block)
         return check
 
     return register
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An applicability or form condition a planner evaluates and DESIGN.md prints by id
+    (``Plan.form_checks`` / ``Plan.skeleton_checks``); ``checked_by`` names the rule that re-checks it."""
+
+    id: str
+    text: str
+    source: str
+    checked_by: str | None = None
+
+
+_CONDITIONS: dict[str, Condition] = {}
+
+
+def condition(condition_id: str, text: str, source: str, checked_by: str | None = None) -> None:
+    """Declare a planner condition id so that ``opdesign rules ID`` explains it (skeleton rule modules)."""
+    if condition_id in _CONDITIONS:
+        raise ValueError(f"condition {condition_id} declared twice")
+    _CONDITIONS[condition_id] = Condition(condition_id, text, source, checked_by)
+
+
+def conditions() -> list[Condition]:
+    """The declared conditions, by id."""
+    return [_CONDITIONS[k] for k in sorted(_CONDITIONS)]
 
 
 def registered() -> dict[str, Rule]:

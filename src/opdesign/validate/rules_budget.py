@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from opdesign.plan import checks
 from opdesign.plan.buffers import l0_budgets
 from opdesign.skeletons.base import BlockTiles
 from opdesign.skeletons.registry import FALLBACK
-from opdesign.spec import DTYPE_BYTES
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value
 from opdesign.validate.registry import Context, Hit, rule
@@ -40,7 +40,7 @@ def block_tiles(ctx: Context) -> BlockTiles:
     block = ctx.block or {}
     return BlockTiles(
         device=bd.device(ctx), cube=bd.cube_tiles(ctx), vec=bd.vec_tiles(ctx), form=block.get("form"),
-        dtype=block.get("dtype") if block.get("dtype") in DTYPE_BYTES else None, quant=block.get("quant"),
+        dtype=checks.dtype_name(block.get("dtype")), quant=block.get("quant"),
         q_tile=bd.pos_int(block.get("q_tile")), kv_tile=bd.pos_int(block.get("kv_tile")),
         head_dim=bd.pos_int(block.get("head_dim")), passes=2 if block.get("passes") == 2 else 1,
         cube_nbuffer=_cube_nbuffer(ctx),
@@ -56,7 +56,8 @@ def recomputed_budgets(ctx: Context) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"l0": {stage: l0_budgets(tiles.device, tile) for stage, tile in tiles.cube.items()}}
     sk = bd.rules_skeleton(ctx)
-    again = sk.rederive_budgets(tiles) if sk is not None else None
+    # UB and L1 need both stages (a missing one is OD-NUM-02's finding)
+    again = sk.rederive_budgets(tiles) if sk is not None and set(tiles.cube) == set(checks.CUBE_STAGES) else None
     if again is not None:
         out["ub"], out["l1"] = again
     return out
@@ -79,23 +80,16 @@ def check_budgets(ctx: Context) -> Iterator[Hit]:
     baseline form, and L1 operands x cube_nbuffer plus MM2_LEFT_SIZE) and held against the named device profile
     (``constraints/devices.yaml``). A stated total above the stated or the device capacity is
     reported as well, even when the tiles cannot be re-derived."""
-    dev = bd.device(ctx)
+    block = ctx.block or {}
     again = recomputed_budgets(ctx)
-    for key, buffer, attr in (("ub_budget", "UB", "ub_bytes"), ("l1_budget", "L1", "l1_bytes")):
-        total, cap = _stated(ctx, key)
-        limit = min([c for c in (cap, getattr(dev, attr, None)) if c is not None], default=None)
-        line = ctx.block_line(key, "total_bytes")
-        if total is not None and limit is not None and total > limit:
-            yield Hit(line, f"{buffer} total {total} B exceeds the capacity {limit} B")
-        elif key[:2] in again and not again[key[:2]].fits:
+    for key, buffer, stated in (("ub_budget", "UB", checks.ub_fits), ("l1_budget", "L1", checks.l1_fits)):
+        problems = stated(block)
+        yield from bd.hits(ctx, problems)
+        if not problems and key[:2] in again and not again[key[:2]].fits:
             b = again[key[:2]]
-            yield Hit(line, f"{buffer} re-derived from the tiles is {b.total_bytes} B, above {b.capacity_bytes} B "
-                            f"({b.capacity_source})")
-    for stage, budgets in again.get("l0", {}).items():
-        for b in budgets:
-            if not b.fits:
-                yield Hit(ctx.block_line("cube_tiles", stage),
-                          f"{b.buffer} needs {b.total_bytes} B, above {b.capacity_bytes} B ({b.capacity_source})")
+            yield Hit(ctx.block_line(key, "total_bytes"), f"{buffer} re-derived from the tiles is {b.total_bytes} B, "
+                                                          f"above {b.capacity_bytes} B ({b.capacity_source})")
+    yield from bd.hits(ctx, checks.l0_fits(block))
 
 
 @rule("OD-NUM-05", "warning", "numbers", "C-TILE-03 (stated figures vs recomputation)",
@@ -136,11 +130,9 @@ def check_expansion(ctx: Context) -> Iterator[Hit]:
     to be confirmed by the real compile (C-TILE-04 is a should)."""
     limit = bd.constraint("C-TILE-04").param("expansion_limit")
     block = ctx.block or {}
-    stated = block.get("expansion") if isinstance(block.get("expansion"), dict) else {}
-    line = ctx.block_line("expansion")
-    worst = bd.pos_int(stated.get("max_per_op"))
-    if worst is not None and worst > limit:
-        yield Hit(line, f"stated expansion {worst} per op exceeds the limit {limit}")
+    stated = checks.stated_expansion(block)
+    if stated:
+        yield from bd.hits(ctx, stated)
         return
     tiles, sk = block_tiles(ctx), bd.rules_skeleton(ctx)
     if (sk is None or tiles.vec is None or set(tiles.vec) != {"V1", "V2"}

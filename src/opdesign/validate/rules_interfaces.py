@@ -203,7 +203,8 @@ def check_duplicate_outputs(ctx: Context) -> Iterator[Hit]:
     seen: set[tuple[Any, str]] = set()
     for i, module in _modules(ctx):
         for j, entry in _entries(module, "outputs"):
-            key = (module.get("id"), str(entry.get("name")))
+            mid = module.get("id")
+            key = (mid if isinstance(mid, (str, int, float, bool)) or mid is None else repr(mid), str(entry.get("name")))
             if key in seen:
                 yield _hit(ctx, f"module {key[0]!r} declares output '{key[1]}' twice", "modules", i, "outputs", j)
             seen.add(key)

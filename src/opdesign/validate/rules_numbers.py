@@ -13,6 +13,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
+from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name, int_value, is_static
 from opdesign.skeletons.registry import FALLBACK, find
@@ -87,6 +88,12 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
             if isinstance(parent, dict) and path[-1] in parent and bd.pos_int(parent[path[-1]], limit) is None:
                 yield Hit(ctx.block_line(*path), f"opdesign.{'.'.join(path)} must be a positive int < {text}, "
                                                  f"got {parent[path[-1]]!r}")
+    for group, stages in (("cube_tiles", checks.CUBE_STAGES), ("vec_tiles", checks.VEC_STAGES)):
+        tiles = block.get(group)
+        missing = [s for s in stages if s not in tiles] if isinstance(tiles, dict) else []
+        if missing:
+            yield Hit(ctx.block_line(group), f"opdesign.{group} has no {', '.join(missing)}: budgets and expansion "
+                                             "are re-derived from both stages")
     raw = block.get("skeleton")
     if isinstance(raw, str) and bd.block_skeleton(ctx) is None:
         known = bd.known_skeletons()
@@ -111,32 +118,7 @@ def check_tail_alignment(ctx: Context) -> Iterator[Hit]:
     """``cols x dtype_bytes % align_bytes == 0`` for the last axis of every vector tile, in the tile's
     dtype and in the input dtype the stage casts to (P before C2, the output after V2). FP32 needs
     multiples of 8 elements, BF16/FP16 of 16 (C-TILE-02 ``align_bytes``, ``dtype_bytes``)."""
-    c02 = bd.constraint("C-TILE-02")
-    align, sizes = c02.param("align_bytes"), c02.param("dtype_bytes")
-    tiles = (ctx.block or {}).get("vec_tiles")
-    for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
-        shape = tile.get("shape") if isinstance(tile, dict) else None
-        cols = bd.pos_int(shape[-1]) if isinstance(shape, list) and shape else None
-        if cols is None:
-            continue
-        for dtype, role in ((tile.get("dtype"), "tile"), ((ctx.block or {}).get("dtype"), "cast")):
-            size = sizes.get(dtype) if isinstance(dtype, str) else None
-            if size and (cols * size) % align:
-                yield Hit(ctx.block_line("vec_tiles", stage, "shape"),
-                          f"{stage} tail axis {cols} x {dtype} ({size} B, {role}) = {cols * size} B "
-                          f"is not a multiple of {align} B")
-                break
-
-
-def _cube_axis_problems(l0: int, l1: int, align: int | None) -> list[str]:
-    out = []
-    if not 0 < l0 <= l1:
-        out.append(f"needs 0 < L0 <= L1, got [{l0}, {l1}]")
-    elif l1 % l0:
-        out.append(f"L1 {l1} is not a multiple of L0 {l0}")
-    if align and (l0 % align or l1 % align):
-        out.append(f"[{l0}, {l1}] is not {align}-element aligned")
-    return out
+    yield from bd.hits(ctx, checks.tail_alignment(ctx.block or {}))
 
 
 @rule("C-TILE-05", "error", "numbers", "C-TILE-05",
@@ -147,18 +129,10 @@ def check_cube_tiles(ctx: Context) -> Iterator[Hit]:
     """Each of m, k, n of ``set_cube_tile_shapes`` is ``[L0, L1]`` with ``0 < L0 <= L1`` and
     ``L1 % L0 == 0``; for BF16/FP16 operands both are multiples of 16 (``cube_align_elems``).
     Checked on the block's ``cube_tiles`` and on literal ``set_cube_tile_shapes`` calls of the pseudocode."""
-    aligns = bd.constraint("C-TILE-05").param("cube_align_elems")
-    tiles = (ctx.block or {}).get("cube_tiles")
-    for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
-        if not isinstance(tile, dict):
-            continue
-        align = aligns.get(tile.get("operand_dtype")) if isinstance(tile.get("operand_dtype"), str) else None
-        for axis in ("m", "k", "n"):
-            pair = bd._pair(tile.get(axis))
-            for problem in _cube_axis_problems(*pair, align) if pair else []:
-                yield Hit(ctx.block_line("cube_tiles", stage, axis), f"{stage} {axis}: {problem}")
+    yield from bd.hits(ctx, checks.cube_axes(ctx.block or {}))
     if ctx.program is None:
         return
+    aligns = bd.constraint("C-TILE-05").param("cube_align_elems")
     dtype = (ctx.block or {}).get("dtype")
     align = aligns.get(dtype) if isinstance(dtype, str) else None
     for call, node, _loops in ctx.program.calls():
@@ -167,7 +141,7 @@ def check_cube_tiles(ctx: Context) -> Iterator[Hit]:
         for axis, arg in zip("mkn", call.args):
             values = [int_value(e, ctx.program.constants) for e in getattr(arg, "elts", [])]
             if len(values) == 2 and None not in values and all(v > 0 for v in values):
-                for problem in _cube_axis_problems(values[0], values[1], align):
+                for problem in checks.cube_axis_problems(values[0], values[1], align):
                     yield Hit(ctx.program.call_line(call, node), f"set_cube_tile_shapes {axis}: {problem}")
 
 

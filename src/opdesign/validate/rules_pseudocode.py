@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import (
     dotted,
@@ -98,11 +99,8 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
     unrolls no loop, e.g. SK-02; every ``unroll_list=`` in the pseudocode holds exactly one) and put it on the innermost ``pypto.loop`` only (a static Python
     ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count). Further
     factors are tuning candidates; a multi-value list must cover every iteration count."""
-    block = ctx.block
-    if block is not None and "unroll_list" in block:
-        value = block["unroll_list"]
-        if not isinstance(value, list) or len(value) > 1:
-            yield Hit(ctx.block_line("unroll_list"), f"unroll_list {value!r} should hold exactly one factor")
+    if ctx.block is not None:
+        yield from bd.hits(ctx, checks.single_unroll(ctx.block))
     if ctx.program is None:
         return
     for node, _loops in ctx.program.walk():

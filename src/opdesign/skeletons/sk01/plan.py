@@ -24,6 +24,7 @@ from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
+from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
@@ -222,7 +223,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )
-    return plan
+    return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:

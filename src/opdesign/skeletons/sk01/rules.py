@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from opdesign.skeletons.sk01 import ID
+from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import allocation, call_name
 from opdesign.validate.registry import Context, Hit, rule
@@ -133,10 +134,7 @@ def check_fp32_state(ctx: Context) -> Iterator[Hit]:
     """O, L and M stay FP32 across the whole KV loop; only the final normalised output is cast.
     Checked in the block's ``accumulators``, the dtype column of the state table, and the dtype of
     accumulator allocations in the pseudocode (``pypto.tensor([...], pypto.DT_BF16)``)."""
-    accs = (ctx.block or {}).get("accumulators")
-    for name, dtype in accs.items() if isinstance(accs, dict) else []:
-        if not bd.is_fp32(dtype):
-            yield Hit(ctx.block_line("accumulators", str(name)), f"accumulator {name} is {dtype!r}, not fp32")
+    yield from bd.hits(ctx, checks.fp32_accumulators(ctx.block or {}))
     names = set(bd.accumulator_names(ctx))
     for table in ctx.doc.tables:
         first = table.header[0].casefold() if table.header else ""

@@ -17,8 +17,8 @@ from opdesign.skeletons.sk01 import card as sk01_card
 from opdesign.skeletons.sk01.rules import applies
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import allocation, call_name
+from opdesign.validate.registry import Context, Hit, condition, rule
 from opdesign.validate.scopes import scopes
-from opdesign.validate.registry import Context, Hit, rule
 
 
 def _perf(ctx: Context) -> bool:
@@ -27,6 +27,16 @@ def _perf(ctx: Context) -> bool:
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+for _n, _text in enumerate((
+        "the K-side length is a uniform compile-time constant (no varying seq_kv dynamic axis)",
+        "head_dim is one of the card's perf_head_dims",
+        "the root count with Q_TILE = seq_q / 2 lies in the card's perf_root_range",
+        "the SPEC's performance target (current_us / baseline_us) is more than perf_ratio_min",
+), start=1):
+    condition(f"SK-01-PERF-{_n}", f"performance form condition {_n}: {_text}; otherwise the safe baseline form",
+              f"SK-01 card, choosing the form (condition {_n})", checked_by="OD-NUM-06")
 
 
 @rule("OD-NUM-06", "error", "numbers", "SK-01 performance-oriented form, conditions 1-4",

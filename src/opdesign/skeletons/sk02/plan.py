@@ -51,6 +51,7 @@ from opdesign.plan.models import (
     VecTile,
 )  # fmt: skip
 from opdesign.plan.tiles import align_up, axis_hi, cube_align
+from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
 from opdesign.spec import Spec
@@ -267,7 +268,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         LoopRow(name="g_idx", loop_kind=head_kind, bound=f"ceildiv(group {group}, Q_TILE)", step="Q_TILE heads",
                 dependence="independent (one root each); no KV loop inside (SK-02-R3)"),
     ]
-    return Plan(
+    return with_checks(Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
         kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
         head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, group_size=group,
@@ -289,7 +290,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         module_count=module_count, module_reason=module_reason, scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
         risks=_risks(spec, fit, exp, root_count, device),
-    )
+    ), COMMON_ROWS + (Row("SK-02-R3", "SK-02-R3", no_kv_loop_state), Row("SK-02-R1", "SK-02-R1", whole_row_fits)))
 
 
 def _atoms(cat, norm: str) -> list[Choice]:

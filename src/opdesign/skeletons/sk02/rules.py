@@ -12,9 +12,10 @@ import ast
 from collections.abc import Iterator
 
 from opdesign.skeletons.sk02 import ID
+from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, allocation, call_name, is_static, keyword
-from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.registry import Context, Hit, condition, rule
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
@@ -52,6 +53,17 @@ def _is_kv_loop(ctx: Context, node: Node) -> bool:
     return False
 
 
+for _n, _text, _by in (
+        (1, "topk is a compile-time constant and S2_TILE = align16(topk) >= topk (SK-02-R1)", "SK-02-R1"),
+        (2, "keeping the whole top-k row resident, intermediates included, fits UB at some q_tile (SK-02-R2, C-TILE-03)",
+         "SK-02-R1"),
+        (3, "the row reductions amax / sum over dim=-1 span the column tiles within the C-TILE-04 expansion limit",
+         "C-TILE-04"),
+):
+    condition(f"SK-02-COND-{_n}", f"SK-02 condition {_n}: {_text}; when one fails the SPEC is planned with SK-01",
+              f"SK-02 card, parameters.conditions[{_n - 1}]", checked_by=_by)
+
+
 @rule("SK-02-R3", "error", "pseudocode", "SK-02-R3 (AT-02-R3)",
       "an SK-02 single-pass design has a KV loop, online-softmax accumulators or an unroll",
       bad="opdesign:\n  skeleton: SK-02\n  kv_loop: pypto.loop\n...\nfor kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
@@ -67,14 +79,8 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
     ``unroll_list=``). Leftover online state costs UB and branches and rounds differently."""
     if not _sk02(ctx):
         return
-    block = ctx.block or {}
     if ctx.block is not None:
-        if block.get("kv_loop") != "none":
-            yield Hit(ctx.block_line("kv_loop"), f"kv_loop is {block.get('kv_loop')!r}: SK-02 has no KV loop ('none')")
-        if block.get("accumulators"):
-            yield Hit(ctx.block_line("accumulators"), f"accumulators {block['accumulators']!r}: SK-02 carries no online state")
-        if block.get("unroll_list"):
-            yield Hit(ctx.block_line("unroll_list"), f"unroll_list {block['unroll_list']!r}: SK-02 has no KV loop to unroll")
+        yield from bd.hits(ctx, checks.no_kv_loop_state(ctx.block))
     if ctx.program is None:
         return
     names = set(bd.catalog().card("SK-01").param("accumulators"))
@@ -92,6 +98,19 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
         hit = [t.id for t in targets if isinstance(t, ast.Name) and t.id in names]
         if hit or allocation(node, names) is not None:
             yield Hit(node.line, f"accumulator {(hit or ['oi/li/mi'])[0]}: SK-02 carries no online state")
+
+
+@rule("SK-02-R1", "error", "numbers", "SK-02-R1, SK-02-R2 (C-TILE-03)",
+      "an SK-02 design's KV tile does not cover the whole top-k row, or its UB total exceeds the capacity",
+      bad="opdesign:\n  skeleton: SK-02\n  kv_tile: 1024\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
+      good="opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
+      needs_block=True)
+def check_whole_row(ctx: Context) -> Iterator[Hit]:
+    """One pass covers the whole top-k row: ``S2_TILE`` (the block's ``kv_tile``) is at least the
+    columns of V1's view (the ``[q_tile, topk]`` score row), and everything resident fits UB (the
+    stated ``ub_budget.total_bytes`` within its capacity). Otherwise the design belongs to SK-01."""
+    if _sk02(ctx):
+        yield from bd.hits(ctx, checks.whole_row_fits(ctx.block or {}))
 
 
 @rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06); PyPTO 0.2.0 per-stage TileShapes",

@@ -33,6 +33,7 @@ from opdesign.plan.fields import check_supported, spec_echo
 from opdesign.plan.interfaces import NP_DTYPE
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk16.budget import budgets, expansion
+from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.plan.models import (
     Budget, Choice, ConfigEntry, Decision, FormCheck, LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
 )  # fmt: skip
@@ -108,7 +109,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
             "no golden given; SK-16 computes dQ, dK and dV of a block pair from one C1 -> V1 -> C2 -> V2 body, "
             "so the gradients form one module (SK-16-R1)")
     rtol, atol = spec.tolerance
-    return Plan(
+    return with_checks(Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
         kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
         head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
@@ -133,7 +134,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
         risks=_risks(spec, ub, tile, passes),
-    )
+    ), COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-16-R4", "SK-01-R6", fp32_accumulators)))
 
 
 def _check_supported(spec: Spec) -> None:

@@ -15,7 +15,7 @@ from opdesign.golden.attention import STATS_INPUT
 from opdesign.skeletons.sk16 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, call_name, dotted, keyword
-from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.registry import Context, Hit, condition, rule
 
 ZEROING = frozenset({"zeros", "zeros_like", "zero_"})
 RUNTIME_MODULES = ("pypto.", "torch.", "np.", "numpy.")
@@ -36,6 +36,14 @@ def _kernel_calls(ctx: Context, kernel: Node) -> Iterator[tuple[ast.Call, Node, 
 def _params(kernel: Node) -> list[str]:
     stmt = kernel.stmt
     return [a.arg for a in stmt.args.args] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+
+
+for _n, _text in enumerate((
+        "attention backward producing dQ, dK and dV",
+        "the forward softmax statistics l and m are kernel inputs",
+        "matmul_count (C1 + C2 matmuls per block pair) >= the card's min_matmul_count",
+), start=1):
+    condition(f"SK-16-WHEN-{_n}", f"SK-16 applies when: {_text}", f"SK-16 card, applicability {_n}")
 
 
 @rule("SK-16-R3", "error", "pseudocode", "SK-16-R3",
