@@ -27,6 +27,13 @@ from opdesign.validate.pseudocode import Program
 from opdesign.validate.yamlsafe import Loaded
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
+#: What a ``bad`` / ``good`` example is, so that a test can wrap it into a document and run the rule on
+#: it (tests/rule_harness.py): pseudocode (the pseudocode fence), block (keys of the ``opdesign:``
+#: block), interfaces (keys of eval/module_interfaces.yaml), markdown (one chapter, heading included),
+#: document (the whole DESIGN.md) or api (a ``validate_text`` / ``validate_paths`` call).
+EXAMPLE_KINDS = ("pseudocode", "block", "interfaces", "markdown", "document", "api")
+#: The kind of a family's examples unless the rule says otherwise.
+DEFAULT_KIND = {"document": "markdown", "interfaces": "interfaces", "numbers": "block", "pseudocode": "pseudocode"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class Rule:
     good: str
     check: Callable[[Context], Iterable[Hit]] = field(compare=False, repr=False)
     needs_block: bool = False
+    example_kind: str = "markdown"
 
     def as_row(self) -> dict[str, str]:
         """Row for ``opdesign rules``, same shape as ``catalog.rule_rows`` plus the family."""
@@ -75,17 +83,25 @@ def _example(text: str) -> str:
 
 
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
-         needs_block: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
-    """Register the decorated check as rule ``rule_id``; its docstring is the explanation."""
+         needs_block: bool = False, kind: str | None = None) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+    """Register the decorated check as rule ``rule_id``; its docstring is the explanation.
+
+    ``kind`` says what the ``bad`` / ``good`` examples are (:data:`EXAMPLE_KINDS`; default: the
+    family's, :data:`DEFAULT_KIND`).
+    """
     if family not in FAMILIES:
         raise ValueError(f"{rule_id}: unknown family {family!r}")
+    example_kind = kind or DEFAULT_KIND[family]
+    if example_kind not in EXAMPLE_KINDS:
+        raise ValueError(f"{rule_id}: unknown example kind {example_kind!r}")
 
     def register(check: Callable[[Context], Iterable[Hit]]) -> Callable[[Context], Iterable[Hit]]:
         if rule_id in _REGISTRY:
             raise ValueError(f"rule {rule_id} registered twice")
         _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
                                   explanation=inspect.cleandoc(check.__doc__ or ""), bad=_example(bad),
-                                  good=_example(good), check=check, needs_block=needs_block)
+                                  good=_example(good), check=check, needs_block=needs_block,
+                                  example_kind=example_kind)
         return check
 
     return register

@@ -72,8 +72,8 @@ def _stated(ctx: Context, key: str) -> tuple[int | None, int | None]:
 
 @rule("C-TILE-03", "error", "numbers", "C-TILE-03",
       "a UB / L1 / L0 budget exceeds the device capacity",
-      bad="ub_budget: {total_bytes: 200000, capacity_bytes: 196608}",
-      good="ub_budget: {total_bytes: 164096, capacity_bytes: 196608}", needs_block=True)
+      bad='opdesign:\n  ub_budget: {total_bytes: 200000, capacity_bytes: 196608}',
+      good='opdesign:\n  ub_budget: {total_bytes: 164096, capacity_bytes: 196608}', needs_block=True)
 def check_budgets(ctx: Context) -> Iterator[Hit]:
     """The buffers are re-derived from the block's tiles (L0A/L0B/L0C per cube stage for any skeleton;
     with the skeleton package's formulas also UB and L1; for SK-01: UB per vector sub-block incl. resident oi/li/mi in the
@@ -94,8 +94,12 @@ def check_budgets(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-NUM-05", "warning", "numbers", "C-TILE-03 (stated figures vs recomputation)",
       "a stated budget differs from the recomputation or the device profile",
-      bad="ub_budget: {items: {...}, total_bytes: 150000, capacity_bytes: 196608}   # tiles give 164096",
-      good="ub_budget: {items: {...}, total_bytes: 164096, capacity_bytes: 196608}", needs_block=True)
+      bad=('opdesign:\n  ub_budget:   # the tiles give 164096\n'
+           '    items: {vector_op_peak: 18192, MM1_RESULT_SIZE: 65536, MM2_RESULT_SIZE: 65536, SHARE_UB_SIZE: 256}\n'
+           '    total_bytes: 149520\n    capacity_bytes: 196608'),
+      good=('opdesign:\n  ub_budget:\n'
+            '    items: {vector_op_peak: 32768, MM1_RESULT_SIZE: 65536, MM2_RESULT_SIZE: 65536, SHARE_UB_SIZE: 256}\n'
+            '    total_bytes: 164096\n    capacity_bytes: 196608'), needs_block=True)
 def check_budget_figures(ctx: Context) -> Iterator[Hit]:
     """The stated ``total_bytes`` of ub_budget / l1_budget equals the recomputation from the tiles,
     ``capacity_bytes`` equals the device profile, and the UB items add up to the UB total. A warning:
@@ -121,8 +125,11 @@ def check_budget_figures(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-TILE-04", "warning", "numbers", "C-TILE-04",
       "the expression-expansion estimate exceeds the limit",
-      bad="vec_tiles:\n  V1: {shape: [16, 16], view: [4096, 1024], ...}   # 16384 tiles x 3 per op",
-      good="vec_tiles:\n  V1: {shape: [16, 128], view: [4096, 1024], ...}", needs_block=True)
+      bad=('opdesign:\n  vec_tiles:   # V1: 256 x 64 = 16384 tiles, x 3 per op\n'
+           '    V1: {shape: [16, 16], dtype: fp32, view: [4096, 1024]}\n'
+           '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n  expansion: {max_per_op: 49152, limit: 18000}'),
+      good=('opdesign:\n  vec_tiles:\n    V1: {shape: [16, 128], dtype: fp32, view: [4096, 1024]}\n'
+            '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n  expansion: {max_per_op: 6144, limit: 18000}'), needs_block=True)
 def check_expansion(ctx: Context) -> Iterator[Hit]:
     """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived with the skeleton package's op
     tables from the block's vector tiles; for SK-01 FP8 ops included when ``quant: fp8``)
@@ -152,7 +159,10 @@ def _value_column(table: Any, aliases: tuple[str, ...]) -> int:
 
 @rule("OD-NUM-03", "error", "numbers", "opdesign: one design, one set of numbers",
       "a number in the document's tables differs from the opdesign block",
-      bad="| q_tile | 2048 | ... |   # opdesign.q_tile: 4096", good="| q_tile | 4096 | ... |   # opdesign.q_tile: 4096",
+      bad=('## Patterns and Design Decisions\n\n| parameter | current value | basis |\n|---|---|---|\n'
+           '| q_tile | 2048 | SK-01-P1 |   (opdesign.q_tile: 4096)'),
+      good=('## Patterns and Design Decisions\n\n| parameter | current value | basis |\n|---|---|---|\n'
+            '| q_tile | 4096 | SK-01-P1 |'), kind='markdown',
       needs_block=True)
 def check_table_numbers(ctx: Context) -> Iterator[Hit]:
     """The parameter table rows ``q_tile``, ``kv_tile``, ``unroll_factor`` (the single value of
@@ -186,7 +196,8 @@ def check_table_numbers(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-NUM-04", "error", "numbers", "opdesign: one design, one set of numbers (SK-01-R1 tile calls)",
       "a tile in the pseudocode differs from the opdesign block",
-      bad="Q_TILE = 128   # opdesign.q_tile: 4096", good="Q_TILE = 4096", needs_block=True)
+      bad='Q_TILE = 128   # opdesign.q_tile: 4096\nKV_TILE = 1024',
+      good='Q_TILE = 4096\nKV_TILE = 1024', kind='pseudocode', needs_block=True)
 def check_code_numbers(ctx: Context) -> Iterator[Hit]:
     """The pseudocode's ``Q_TILE`` / ``KV_TILE`` constants equal the block's q_tile / kv_tile, and the
     literal ``set_cube_tile_shapes`` calls (in order: C1, C2) and ``set_vec_tile_shapes`` calls (V1, V2)

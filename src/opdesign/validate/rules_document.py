@@ -39,8 +39,8 @@ REQUIRED_TABLES = (
 
 @rule("OD-DOC-01", "error", "document", "opdesign validate (input contract)",
       "input unusable: missing, unreadable, binary, not UTF-8 or larger than the size limit",
-      bad="validate a path that does not exist, or a DESIGN.md saved as UTF-16",
-      good="a UTF-8 text DESIGN.md under 256 KiB (the limit is opdesign.validate.engine.MAX_INPUT_BYTES)")
+      bad='validate_paths([missing_dir])   # no such folder: nothing is read, exit code 2',
+      good='validate_paths([op_dir])   # op_dir/DESIGN.md: UTF-8 text under 256 KiB', kind='api')
 def check_unusable(ctx: Context) -> Iterator[Hit]:
     """The file could not be read as a UTF-8 text document; nothing else is checked and the exit code is 2.
 
@@ -53,7 +53,9 @@ def check_unusable(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-02", "error", "document", "CANNBot artifacts.yaml (front matter)",
       "DESIGN.md must open with a YAML front-matter mapping between '---' lines",
-      bad="# my_op design\n\nop_name: my_op", good="---\nschema_version: 1\nop_name: my_op\n...\n---\n# my_op design")
+      bad='# my_op design\n\nop_name: my_op',
+      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes:\n'
+            '- {name: seq_kv, range: [1, 8192], uniform: true}\n---\n# my_op design'), kind='document')
 def check_front_matter(ctx: Context) -> Iterator[Hit]:
     """The first line is exactly ``---`` and a later ``---`` line closes a YAML mapping.
 
@@ -74,8 +76,9 @@ def check_front_matter(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-03", "error", "document", "CANNBot artifacts.yaml (required front-matter keys)",
       "front matter needs schema_version, a non-empty op_name string and a non-empty dynamic_axes list",
-      bad="---\nop_name: ''\ndynamic_axes: []\n---",
-      good="---\nschema_version: 1\nop_name: my_op\ndynamic_axes:\n- {name: seq_kv, range: [1, 8192], uniform: true}\n---")
+      bad="---\nschema_version: 1\nop_name: ''\ndynamic_axes: []\n---\n# my_op design",
+      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes:\n'
+            '- {name: seq_kv, range: [1, 8192], uniform: true}\n---\n# my_op design'), kind='document')
 def check_front_keys(ctx: Context) -> Iterator[Hit]:
     """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
     (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
@@ -116,9 +119,10 @@ def _int_range(value: Any) -> bool:
 
 @rule("OD-DOC-04", "error", "document", "CANNBot artifacts.yaml (required headings)",
       "a required chapter of the CANNBot contract is missing",
-      bad="## Operator contract\n## Pseudocode\n(five chapters missing)",
-      good="## 算子契约 / ## 计算图与 API 映射 / ## 分解与模块边界 / ## 范式与设计决策 / ## 伪代码 /\n"
-           "## 验证方案 / Verification Plan / ## 风险与开放问题 (or the English names)")
+      bad=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n## Operator Contract\n'
+           '## Pseudocode'),
+      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n## 算子契约\n## 计算图与 API 映射\n'
+            '## 分解与模块边界\n## 范式与设计决策\n## 伪代码\n## 验证方案 / Verification Plan\n## 风险与开放问题'), kind='document')
 def check_chapters(ctx: Context) -> Iterator[Hit]:
     """Seven chapters: operator contract; compute graph and API mapping; decomposition and module
     boundaries; patterns and design decisions; pseudocode; verification plan; risks and open questions.
@@ -136,8 +140,12 @@ def check_chapters(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-11", "error", "document", "CANNBot artifacts.yaml (required headings, each once)",
       "a required chapter of the CANNBot contract appears more than once",
-      bad="## Pseudocode\n```python\n@pypto.frontend.jit()\ndef overview(q): ...\n```\n...\n## Pseudocode\n(the real kernel)",
-      good="## Pseudocode\n(one chapter; sub-sections use a lower level: ### Overview, ### Kernel)")
+      bad=('## Pseudocode\n\n```python\n@pypto.frontend.jit()\ndef overview(q, k, v, attn_out):\n'
+           '    pypto.experimental.set_operation_options(combine_axis=True)\n```\n\n## Pseudocode\n\n'
+           'The real kernel follows.'),
+      good=('## Pseudocode\n\n### Overview\n\n```python\n@pypto.frontend.jit()\ndef overview(q, k, v, attn_out):\n'
+            '    pypto.experimental.set_operation_options(combine_axis=True)\n```\n\n### Kernel\n\n'
+            'The real kernel follows.'))
 def check_duplicate_chapters(ctx: Context) -> Iterator[Hit]:
     """Each of the seven chapters appears once (English or Chinese name, any heading level, as
     OD-DOC-04 matches them). A second chapter of the same name splits the content the rules read
@@ -180,7 +188,10 @@ def placeholders(text: str) -> list[str]:
 
 @rule("OD-DOC-05", "error", "document", "CANNBot quality self-check (no placeholders)",
       "template placeholder left in the document",
-      bad="| q_tile | <Q_TILE> | TODO | 待补充 |", good="| q_tile | 128 | min(safe tile 128, align16(seq_q)) | SK-01 safe baseline |")
+      bad=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
+           '| C-TILE-03 UB budget | pass | <UB_TOTAL> B, TODO |'),
+      good=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
+            '| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |'))
 def check_placeholders(ctx: Context) -> Iterator[Hit]:
     """Template slots ``<...>`` and ``{...}``, ``TODO``, ``TBD``, ``FIXME``, ``待补充``, ``待确认``,
     ``待填写`` or ``待定`` left in prose, tables, headings, front-matter values or string values of
@@ -217,9 +228,9 @@ def _is_empty(table_rows: list[Any]) -> bool:
 
 @rule("OD-DOC-06", "error", "document", "CANNBot DESIGN.md template (required tables)",
       "a required table is missing, or a table has no filled row",
-      bad="| parameter | current value | conditions | candidates | basis |\n|---|---|---|---|---|\n| | | | | |",
-      good="| parameter | current value | conditions | candidates | basis |\n|---|---|---|---|---|\n"
-           "| q_tile | 128 | ... | tunable | SK-01 safe baseline |")
+      bad='## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n| | | |',
+      good=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
+            '| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |'))
 def check_tables(ctx: Context) -> Iterator[Hit]:
     """Every table has at least one row with a non-blank cell, and each chapter has its tables:
     typical configurations (a ``priority`` column) in the contract; tiling parameters, implementation
@@ -251,7 +262,9 @@ def design_check_tables(ctx: Context) -> list[Any]:
 
 @rule("OD-DOC-07", "error", "document", "CANNBot DESIGN.md template (no pre-filled pass)",
       "a design check says 'pass' without a basis",
-      bad="| C-TILE-03 UB budget | pass | |", good="| C-TILE-03 UB budget | pass | 192768 B <= 196608 B |")
+      bad='## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n| C-TILE-03 UB budget | pass | |',
+      good=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
+            '| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |'))
 def check_pass_basis(ctx: Context) -> Iterator[Hit]:
     """A design-check row whose result is pass / ok / 通过 / ✅ must say why in its basis column
     (``basis`` / ``依据`` / ``evidence``): the figures or the rule that was checked. A table without a
@@ -283,8 +296,9 @@ def module_count_decision(ctx: Context) -> tuple[int, str] | None:
 
 @rule("OD-DOC-08", "error", "document", "CANNBot workflow step 3 (Decision: module_count = N)",
       "'Decision: module_count = N' missing, or N differs from the modules of the interface file",
-      bad="Decision: module_count = 2   (eval/module_interfaces.yaml lists one module)",
-      good="Decision: module_count = 1   (eval/module_interfaces.yaml lists one module)")
+      bad=('## Decomposition and Module Boundaries\n\n'
+           'Decision: module_count = 2   (the interface file lists one module)'),
+      good='## Decomposition and Module Boundaries\n\nDecision: module_count = 1')
 def check_module_count(ctx: Context) -> Iterator[Hit]:
     """The decomposition chapter records ``Decision: module_count = N`` (``决策:`` also accepted),
     N is an integer, and N equals the number of modules in ``eval/module_interfaces.yaml`` and the
@@ -312,8 +326,9 @@ def check_module_count(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-09", "info", "document", "opdesign validate (inline suppression)",
       "an inline suppression comment was applied, ignored or refused",
-      bad="<!-- opdesign: disable=C-TILE-03 -->   (an error-level rule: refused)",
-      good="<!-- opdesign: disable=C-TILE-04 -->   (a warning-level rule: suppressed for this document)")
+      bad=('## Risks and Open Questions\n\n'
+           '<!-- opdesign: disable=C-TILE-03 -->  (error-level: refused, listed as info)'),
+      good='## Risks and Open Questions\n\nNone known.')
 def check_suppressions(ctx: Context) -> Iterator[Hit]:
     """``<!-- opdesign: disable=RULE-ID[,RULE-ID] -->`` anywhere in the Markdown (not in code) suppresses
     those warning-level rules for the whole document; each use is listed as info. Error-level rules
@@ -324,7 +339,8 @@ def check_suppressions(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-10", "error", "document", "opdesign validate (robustness)",
       "a rule could not be evaluated on this input",
-      bad="(an input that makes a check fail internally)", good="(every check runs to completion)")
+      bad='validate_text(with_kernel_blocks(17), interfaces_text=yaml_text)   # only MAX_KERNELS = 16 are checked',
+      good='validate_text(with_kernel_blocks(2), interfaces_text=yaml_text)', kind='api')
 def check_internal(ctx: Context) -> Iterator[Hit]:
     """A check raised an unexpected exception on this document. The document is not reported as
     valid for that rule; the message names the rule and the exception. Please report it with the

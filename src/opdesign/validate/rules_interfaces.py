@@ -50,8 +50,8 @@ def _hit(ctx: Context, message: str, *path: Any) -> Hit:
 
 @rule("OD-IF-01", "error", "interfaces", "CANNBot workflow outputs (eval/module_interfaces.yaml)",
       "eval/module_interfaces.yaml is missing, unreadable or not a YAML mapping",
-      bad="custom/my_op/DESIGN.md with no custom/my_op/eval/module_interfaces.yaml",
-      good="custom/my_op/DESIGN.md and custom/my_op/eval/module_interfaces.yaml")
+      bad='schema_version: 1\nop: [my_op',
+      good='schema_version: 1\nop: my_op')
 def check_interface_file(ctx: Context) -> Iterator[Hit]:
     """The design hands off two files: DESIGN.md and ``eval/module_interfaces.yaml`` beside it.
     The interface file is UTF-8 YAML (safe load, bounded aliases and nesting) holding a mapping."""
@@ -65,7 +65,8 @@ def check_interface_file(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-02", "info", "interfaces", "opdesign validate (validate_text without interfaces)",
       "interface rules skipped: no interface text was given",
-      bad="validate_text(design_text)", good="validate_text(design_text, interfaces_text=yaml_text)")
+      bad='validate_text(design_text)',
+      good='validate_text(design_text, interfaces_text=yaml_text)', kind='api')
 def check_interfaces_given(ctx: Context) -> Iterator[Hit]:
     """``validate_text`` was called without ``interfaces_text``: the OD-IF rules and the interface half of
     OD-DOC-08 did not run. Said as info so that skipped never reads as passed."""
@@ -75,8 +76,11 @@ def check_interfaces_given(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-03", "error", "interfaces", "CANNBot module_interfaces.yaml (required keys)",
       "interface file lacks a required key, or a top-level key has the wrong type",
-      bad="schema_version: 1\nop: my_op\nmodules: [...]",
-      good="schema_version, op, primary_inputs, modules, final_outputs, composition_verification")
+      bad=('schema_version: 1\nop: my_op\nprimary_inputs: [{name: q, dtype: bfloat16}]\nmodules:\n'
+           '- {id: 1, inputs: [{name: q, source: primary}], outputs: [{name: attn_out}]}'),
+      good=('schema_version: 1\nop: my_op\nprimary_inputs: [{name: q, dtype: bfloat16}]\nmodules:\n'
+            '- {id: 1, inputs: [{name: q, source: primary}], outputs: [{name: attn_out}]}\n'
+            'final_outputs: [{name: attn_out, source: module_1}]\ncomposition_verification: {rtol: 0.02, atol: 0.02}'))
 def check_required_keys(ctx: Context) -> Iterator[Hit]:
     """Keys ``schema_version``, ``op``, ``primary_inputs``, ``modules``, ``final_outputs`` and
     ``composition_verification`` are all present (``numerical_notes`` is optional); ``schema_version``
@@ -98,7 +102,8 @@ def check_required_keys(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-04", "error", "interfaces", "CANNBot module_interfaces.yaml (structure)",
       "interface lists malformed: empty lists, non-mapping entries, module ids not 1..N, empty inputs/outputs",
-      bad="modules:\n- id: 2\n  inputs: []", good="modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: o, shape: [n], dtype: float32}]")
+      bad='modules:\n- id: 2\n  inputs: []\n  outputs: [{name: attn_out}]',
+      good='modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: attn_out}]')
 def check_structure(ctx: Context) -> Iterator[Hit]:
     """``primary_inputs``, ``modules`` and ``final_outputs`` are non-empty lists of mappings; module
     ids are the consecutive integers 1, 2, ...; every module has non-empty ``inputs`` (each with
@@ -141,8 +146,9 @@ def _outputs_by_module(ctx: Context) -> dict[int, set[str]]:
 
 @rule("OD-IF-05", "error", "interfaces", "CANNBot wiring rule 1",
       "a 'primary' source names no primary input",
-      bad="inputs: [{name: qq, source: primary}]   # primary_inputs: q, k, v",
-      good="inputs: [{name: q, source: primary}]")
+      bad=('modules:\n- id: 1\n  inputs: [{name: qq, source: primary}]   # primary_inputs: q\n'
+           '  outputs: [{name: attn_out}]'),
+      good='modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: attn_out}]')
 def check_primary_sources(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 1: an input with ``source: primary`` names one of ``primary_inputs``."""
     primaries = {str(p.get("name")) for _i, p in _mappings(ctx, "primary_inputs")}
@@ -155,7 +161,11 @@ def check_primary_sources(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-06", "error", "interfaces", "CANNBot wiring rule 2",
       "a 'module_j' source is not an output of an earlier module j",
-      bad="- id: 1\n  inputs: [{name: s, source: module_2}]", good="- id: 2\n  inputs: [{name: s, source: module_1}]")
+      bad=('modules:\n- id: 1\n  inputs: [{name: s, source: module_2}]\n  outputs: [{name: attn_out}]\n- id: 2\n'
+           '  inputs: [{name: q, source: primary}]\n  outputs: [{name: s}]'),
+      good=('modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: s}]\n- id: 2\n'
+            '  inputs: [{name: s, source: module_1}]\n  outputs: [{name: attn_out}]\n'
+            'final_outputs: [{name: attn_out, source: module_2}]'))
 def check_module_sources(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 2: a source ``module_j`` has ``j`` smaller than the current module id and names an
     output of module ``j``; a source that is neither ``primary`` nor ``module_<j>`` is reported too."""
@@ -180,8 +190,8 @@ def check_module_sources(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-07", "error", "interfaces", "CANNBot wiring rule 3",
       "a final output does not reference an existing module output",
-      bad="final_outputs: [{name: out, source: module_3}]   # two modules",
-      good="final_outputs: [{name: attn_out, source: module_1}]")
+      bad='final_outputs: [{name: attn_out, source: module_3}]   # one module',
+      good='final_outputs: [{name: attn_out, source: module_1}]')
 def check_final_outputs(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 3: each final output's ``source`` is ``module_j`` of an existing module with an
     output of the same name."""
@@ -197,7 +207,8 @@ def check_final_outputs(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-08", "error", "interfaces", "CANNBot wiring rule 4",
       "a module declares the same output twice",
-      bad="outputs: [{name: o, ...}, {name: o, ...}]", good="outputs: [{name: o, ...}, {name: lse, ...}]")
+      bad='modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: attn_out}, {name: attn_out}]',
+      good='modules:\n- id: 1\n  inputs: [{name: q, source: primary}]\n  outputs: [{name: attn_out}, {name: lse}]')
 def check_duplicate_outputs(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 4: no duplicate (module, output name) pairs."""
     seen: set[tuple[Any, str]] = set()
@@ -242,7 +253,8 @@ def _tensors(ctx: Context) -> Iterator[tuple[dict[str, Any], tuple[Any, ...]]]:
 
 @rule("OD-IF-09", "error", "interfaces", "CANNBot wiring rule 5",
       "a shape dimension is not a name, an integer or + - * // of those",
-      bad="shape: [batch, seq_q / 2, 'head_dim ** 2']", good="shape: [batch, seq_q // 2, head_dim * 2]")
+      bad='primary_inputs:\n- {name: q, shape: [batch, seq_q / 2, "head_dim ** 2"], dtype: bfloat16}',
+      good='primary_inputs:\n- {name: q, shape: [batch, seq_q // 2, head_dim * 2], dtype: bfloat16}')
 def check_shapes(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 5: each dimension of a primary input or module output shape is an integer or an
     expression of names and integers with ``+ - * //`` (unary ``+``/``-`` allowed); the shape is a list."""
@@ -260,7 +272,8 @@ def check_shapes(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-10", "error", "interfaces", "CANNBot wiring rule 6",
       "dtype outside float32, float16, bfloat16, int32, int64, bool, int, int8",
-      bad="dtype: bf16", good="dtype: bfloat16")
+      bad='primary_inputs:\n- {name: q, shape: [batch, seq_q, head_dim], dtype: bf16}',
+      good='primary_inputs:\n- {name: q, shape: [batch, seq_q, head_dim], dtype: bfloat16}')
 def check_dtypes(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 6: the ``dtype`` of a primary input or module output is one of float32, float16,
     bfloat16, int32, int64, bool, int, int8 (a missing dtype is not checked, as in CANNBot)."""
@@ -272,7 +285,8 @@ def check_dtypes(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-11", "warning", "interfaces", "CANNBot module_interfaces.yaml (op)",
       "interface 'op' differs from the DESIGN.md op_name",
-      bad="op: attention   # DESIGN.md op_name: dense_fa_8192", good="op: dense_fa_8192")
+      bad='op: attention   # DESIGN.md op_name: my_op',
+      good='op: my_op')
 def check_op_name(ctx: Context) -> Iterator[Hit]:
     """The interface file's ``op`` names the same operator as the DESIGN.md front matter ``op_name``;
     a mismatch usually means the file belongs to another design."""

@@ -41,8 +41,11 @@ POSITIVE_COUNTS: tuple[tuple[str, ...], ...] = (("root_count",), ("task_count",)
 
 @rule("OD-NUM-01", "info", "numbers", "opdesign validate (number rules need the opdesign block)",
       "number rules skipped: no opdesign block in the front matter",
-      bad="a hand-written DESIGN.md: front matter without 'opdesign:'",
-      good="a DESIGN.md from `opdesign new`, whose front matter carries Plan.design_block()")
+      bad=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n'
+           '# my_op design (hand-written, no opdesign block)'),
+      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n'
+            'opdesign: {skeleton: SK-01, form: baseline}\n---\n'
+            '# my_op design (opdesign new writes the whole block: Plan.design_block())'), kind='document')
 def check_block_present(ctx: Context) -> Iterator[Hit]:
     """Without the ``opdesign:`` block the numbers cannot be re-derived; the rules that need it are
     listed as skipped (never as passed). Document, interface and pseudocode rules still run. For a
@@ -60,7 +63,8 @@ def check_block_present(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-NUM-02", "error", "numbers", "Plan.design_block() (opdesign block format)",
       "the opdesign block is malformed: missing key, wrong type, out-of-range number, unknown skeleton, device, form or dtype",
-      bad="opdesign:\n  device: a9\n  form: fast", good="opdesign:\n  device: a3\n  form: performance\n  ...")
+      bad='opdesign:\n  device: a9\n  form: fast',
+      good='opdesign:\n  device: a3\n  form: performance')
 def check_block_format(ctx: Context) -> Iterator[Hit]:
     """The block holds what the number rules re-derive from: skeleton, form (baseline / performance),
     a known device profile, the input dtype, head_dim, seq_q, seq_kv, the tiles, kv_loop, unroll_list,
@@ -111,8 +115,11 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-TILE-02", "error", "numbers", "C-TILE-02",
       "vector tile tail axis is not 32-byte aligned",
-      bad="vec_tiles:\n  V1: {shape: [16, 24], dtype: bf16, ...}   # 24 x 2 B = 48 B",
-      good="vec_tiles:\n  V1: {shape: [16, 64], dtype: fp32, ...}   # 64 x 4 B = 256 B",
+      bad=('opdesign:\n  vec_tiles:\n    V1: {shape: [16, 24], dtype: bf16, view: [4096, 1024]}   # 24 x 2 B = 48 B\n'
+           '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}'),
+      good=('opdesign:\n  vec_tiles:\n'
+            '    V1: {shape: [16, 64], dtype: fp32, view: [4096, 1024]}   # 64 x 4 B = 256 B\n'
+            '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}'),
       needs_block=True)
 def check_tail_alignment(ctx: Context) -> Iterator[Hit]:
     """``cols x dtype_bytes % align_bytes == 0`` for the last axis of every vector tile, in the tile's
@@ -123,8 +130,10 @@ def check_tail_alignment(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-TILE-05", "error", "numbers", "C-TILE-05",
       "cube tile axis breaks [L0, L1]: 0 < L0 <= L1, L1 % L0 == 0, 16-element alignment for BF16/FP16",
-      bad="C2: {m: [128, 128], k: [128, 320], n: [128, 128]}   # 320 % 128 != 0",
-      good="C2: {m: [128, 128], k: [128, 256], n: [128, 128]}")
+      bad=('opdesign:\n  cube_tiles:\n    C1: {m: [128, 128], k: [128, 128], n: [128, 128], operand_dtype: bf16}\n'
+           '    C2: {m: [128, 128], k: [128, 320], n: [128, 128], operand_dtype: bf16}   # 320 % 128 != 0'),
+      good=('opdesign:\n  cube_tiles:\n    C1: {m: [128, 128], k: [128, 128], n: [128, 128], operand_dtype: bf16}\n'
+            '    C2: {m: [128, 128], k: [128, 256], n: [128, 128], operand_dtype: bf16}'))
 def check_cube_tiles(ctx: Context) -> Iterator[Hit]:
     """Each of m, k, n of ``set_cube_tile_shapes`` is ``[L0, L1]`` with ``0 < L0 <= L1`` and
     ``L1 % L0 == 0``; for BF16/FP16 operands both are multiples of 16 (``cube_align_elems``).
@@ -165,8 +174,10 @@ def _tile_values(block: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]
 
 @rule("C-TILE-06", "error", "numbers", "C-TILE-06",
       "a tile value is not a compile-time positive integer",
-      bad="q_tile: 64.5\n...\npypto.set_vec_tile_shapes(16, kv_len)   # kernel argument",
-      good="q_tile: 64\n...\npypto.set_vec_tile_shapes(16, 64)")
+      bad=('# opdesign: {q_tile: 64.5}\ndef my_kernel(q, k, v, attn_out, kv_len):\n'
+           '    pypto.set_vec_tile_shapes(16, kv_len)   # a kernel argument'),
+      good=('# opdesign: {q_tile: 64}\ndef my_kernel(q, k, v, attn_out, kv_len):\n'
+            '    pypto.set_vec_tile_shapes(16, 64)'), kind='pseudocode')
 def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
     """Tiles are compile-time integers: in the block every q_tile, kv_tile, cube ``[L0, L1]``, vector
     shape/view and unroll value is a positive integer (below 2**31); in the pseudocode the arguments of

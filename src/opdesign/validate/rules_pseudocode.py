@@ -24,8 +24,9 @@ from opdesign.validate.registry import Context, Hit, rule
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
       "the pseudocode chapter has no fenced code block",
-      bad="## Pseudocode\n\nLoop over KV tiles and do the softmax.",
-      good="## Pseudocode\n\n```python\n@pypto.frontend.jit(...)\ndef my_kernel(...):\n    ...\n```")
+      bad='## Pseudocode\n\nLoop over KV tiles and do the softmax.',
+      good=('## Pseudocode\n\n```python\n@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+            '    pypto.experimental.set_operation_options(combine_axis=True)\n```'), kind='markdown')
 def check_fence(ctx: Context) -> Iterator[Hit]:
     """The pseudocode chapter holds the kernel as fenced code (```python), so that the loop nest,
     TileShape calls, scopes and state can be checked. Among several fences the one defining a
@@ -37,8 +38,9 @@ def check_fence(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-PC-02", "info", "pseudocode", "opdesign validate (pseudocode reading)",
       "the pseudocode is not valid Python; it was checked line by line by indentation",
-      bad="for kv_idx in pypto.loop(kv_tiles):\n    ...  # softmax here\n    oi = <update>",
-      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n    ...")
+      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oi = <update>",
+      good=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n"
+            '    oi = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'))
 def check_syntax(ctx: Context) -> Iterator[Hit]:
     """Pseudocode that Python's ``ast`` cannot parse is read by indentation: each line is parsed on its
     own where it can be. The rules still run, but a statement that does not parse is invisible to them."""
@@ -49,9 +51,10 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-PC-03", "error", "pseudocode", "AT-21-R1, AT-21-R3, AT-21-R4",
       "sg_set_scope(n) is not closed with sg_set_scope(-1) before a matmul, another scope or the loop end",
-      bad="pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)",
-      good="pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.sg_set_scope(-1)\n"
-           "oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)")
+      bad=('pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
+           'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
+      good=('pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.sg_set_scope(-1)\n'
+            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
 def check_scopes(ctx: Context) -> Iterator[Hit]:
     """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope
     (a cube op in a vector scope fails with F41007 OP_SCOPE_ERROR), and a scope never crosses a loop
@@ -66,8 +69,11 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
       "set_operation_options(combine_axis=True) is not the first statement of the kernel body",
-      bad="def my_kernel(q, k, v, out):\n    for b_idx in pypto.loop(batch):\n        ...",
-      good="def my_kernel(q, k, v, out):\n    pypto.experimental.set_operation_options(combine_axis=True)\n    ...")
+      bad=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+           "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
+      good=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+            '    pypto.experimental.set_operation_options(combine_axis=True)\n'
+            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"))
 def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     """``pypto.experimental.set_operation_options(combine_axis=True)`` opens the jit body (it inlines
     tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the ``jit``-decorated function,
@@ -92,8 +98,10 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
       "unroll_list has more than one value, or sits on a loop that is not the innermost",
-      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):",
-      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):")
+      bad=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):\n"
+           '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'),
+      good=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
+            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_unroll(ctx: Context) -> Iterator[Hit]:
     """Start from one unroll factor (the block's ``unroll_list`` holds one value, or none when the design
     unrolls no loop, e.g. SK-02; every ``unroll_list=`` in the pseudocode holds exactly one) and put it on the innermost ``pypto.loop`` only (a static Python
@@ -117,8 +125,11 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-SYM-06", "error", "pseudocode", "C-SYM-06, C-LOOP-02",
       "Python range over a symbolic bound",
-      bad="for kv_idx in range(kv_tiles):   # kv_tiles depends on seq_kv",
-      good="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES) with a constant")
+      bad=('kv_tiles = (seq_kv + KV_TILE - 1) // KV_TILE   # depends on seq_kv\nfor kv_idx in range(kv_tiles):\n'
+           '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'),
+      good=('kv_tiles = (seq_kv + KV_TILE - 1) // KV_TILE\n'
+            "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES), a constant\n"
+            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_range_bounds(ctx: Context) -> Iterator[Hit]:
     """A Python ``range`` bound is an int literal or an UPPER_CASE module constant (or arithmetic of
     those); anything else is treated as symbolic and needs ``pypto.loop``. The factor that
@@ -142,8 +153,8 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
 
 @rule("C-SYM-07", "error", "pseudocode", "C-SYM-07 (AT-20-R5)",
       "pypto.view shape is not a list of integer literals or constants",
-      bad="kj = pypto.view(k, [kv_valid, HEAD_DIM], [b_idx, kv_h, kv_off, 0])",
-      good="kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])")
+      bad='kj = pypto.view(k, [kv_valid, HEAD_DIM], [b_idx, kv_h, kv_off, 0])',
+      good='kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])')
 def check_view_shapes(ctx: Context) -> Iterator[Hit]:
     """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals or
     UPPER_CASE constants. Symbols (valid lengths, offsets) go into the offsets and ``valid_shape``."""

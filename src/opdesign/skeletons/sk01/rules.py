@@ -31,9 +31,14 @@ def applies(ctx: Context) -> bool:
 @rule("SK-01-R1", "error", "pseudocode", "SK-01-R1",
       "a stage runs without its own TileShape: set_cube_tile_shapes before each matmul, set_vec_tile_shapes "
       "before the vector chain",
-      bad="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)",
-      good="pypto.set_vec_tile_shapes(16, 64)\n...softmax...\npypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n"
-           "oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)")
+      bad=('pypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n'
+           'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)\npypto.set_vec_tile_shapes(16, 64)\n'
+           'pij_c = pypto.cast(pypto.exp(sij), pypto.DT_BF16)\noij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
+      good=('pypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n'
+            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)\npypto.set_vec_tile_shapes(16, 64)\n'
+            'pij_c = pypto.cast(pypto.exp(sij), pypto.DT_BF16)\n'
+            'pypto.set_cube_tile_shapes([128, 128], [128, 128], [128, 128])\n'
+            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
 def check_tile_switch(ctx: Context) -> Iterator[Hit]:
     """In textual order, the TileShape in force at each matmul was set by ``set_cube_tile_shapes``, and
     at the first vector op after a matmul (the softmax chain of V1, the state update of V2) by
@@ -64,9 +69,14 @@ def check_tile_switch(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-R2", "error", "pseudocode", "SK-01-R2 (C-LOOP-06)",
       "accumulators oi/li/mi are not allocated inside the Q-tile loop and outside the KV-tile loop",
-      bad="for kv_idx in pypto.loop(kv_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)",
-      good="for q_idx in pypto.loop(q_tiles, ...):\n    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n"
-           "    for kv_idx in pypto.loop(kv_tiles, ...):")
+      bad=("for q_idx in pypto.loop(q_tiles, name='q_tile'):\n"
+           "    for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n"
+           '        oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)   # reset every KV tile\n'
+           '        oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
+      good=("for q_idx in pypto.loop(q_tiles, name='q_tile'):\n"
+            '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
+            "    for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n"
+            '        oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
 def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
     """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
     allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
@@ -101,9 +111,13 @@ def _carries_state(ctx: Context, kv) -> bool:
 
 @rule("SK-01-R3", "error", "pseudocode", "SK-01-R3 (AT-01-R2)",
       "the dynamic KV-tile loop has no is_loop_begin / is_loop_end three-way branch",
-      bad="for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    ...\n    oi[:] = pypto.add(...)",
-      good="if pypto.cond(pypto.is_loop_begin(kv_idx)):\n    if pypto.cond(pypto.is_loop_end(kv_idx)): ...\n"
-           "    else: ...\nelse: ...")
+      bad=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)\n"
+           '    oi[:] = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'),
+      good=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)\n"
+            '    if pypto.cond(pypto.is_loop_begin(kv_idx)):\n        oi[:] = oij\n'
+            '    elif pypto.cond(pypto.is_loop_end(kv_idx)):\n'
+            '        oi[:] = pypto.div(pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij)), li)\n    else:\n'
+            '        oi[:] = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'))
 def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
     """The baseline form (or, without the block, a ``pypto.loop`` / ``loop_unroll`` KV loop that
     carries oi/li/mi) branches three ways on ``is_loop_begin`` / ``is_loop_end``: only tile, first
@@ -129,7 +143,8 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-R6", "error", "numbers", "SK-01-R6 (AT-01-R1, C-API-05)",
       "an online-softmax accumulator (oi / li / mi) is not FP32",
-      bad="accumulators: {mi: fp32, li: fp32, oi: bf16}", good="accumulators: {mi: fp32, li: fp32, oi: fp32}")
+      bad='opdesign:\n  accumulators: {mi: fp32, li: fp32, oi: bf16}',
+      good='opdesign:\n  accumulators: {mi: fp32, li: fp32, oi: fp32}')
 def check_fp32_state(ctx: Context) -> Iterator[Hit]:
     """O, L and M stay FP32 across the whole KV loop; only the final normalised output is cast.
     Checked in the block's ``accumulators``, the dtype column of the state table, and the dtype of
@@ -161,9 +176,11 @@ def _dt_names(call: Any) -> list[str]:
 
 @rule("AT-17-R4", "error", "pseudocode", "AT-17-R4 (when: SK-01; SK-02's gather_in_ub of [1, topk] is allowed)",
       "an SK-01 design replaces the view + assemble page gather with gather_in_l1 / gather_in_ub",
-      bad="opdesign:\n  skeleton: SK-01\n...\nkj = gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)",
-      good="for i in range(PAGES_PER_TILE):\n    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n"
-           "    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)")
+      bad=('# opdesign: {skeleton: SK-01, kv_cache: paged}\n'
+           'kj = pypto.gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)'),
+      good=('# opdesign: {skeleton: SK-01, kv_cache: paged}\nfor i in range(PAGES_PER_TILE):\n'
+            '    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n'
+            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)'))
 def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
     """SK-01's paged variants are built on the zero-copy ``view`` + ``assemble`` gather of AT-17; a
     ``gather_in_l1`` / ``gather_in_ub`` there leaves that path. The prohibition is SK-01's only: an

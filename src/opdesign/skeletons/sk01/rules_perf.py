@@ -41,8 +41,10 @@ for _n, _text in enumerate((
 
 @rule("OD-NUM-06", "error", "numbers", "SK-01 performance-oriented form, conditions 1-4",
       "performance form chosen although one of its four conditions fails",
-      bad="form: performance\nform_checks: {SK-01-PERF-1: false, ...}",
-      good="form: performance\nform_checks: {SK-01-PERF-1: true, SK-01-PERF-2: true, SK-01-PERF-3: true, SK-01-PERF-4: true}",
+      bad=('opdesign:\n  form: performance\n'
+           '  form_checks: {SK-01-PERF-1: false, SK-01-PERF-2: true, SK-01-PERF-3: true, SK-01-PERF-4: true}'),
+      good=('opdesign:\n  form: performance\n'
+            '  form_checks: {SK-01-PERF-1: true, SK-01-PERF-2: true, SK-01-PERF-3: true, SK-01-PERF-4: true}'),
       needs_block=True)
 def check_form_conditions(ctx: Context) -> Iterator[Hit]:
     """The performance form needs all four: a uniform compile-time K length (no ``seq_kv`` dynamic
@@ -74,7 +76,8 @@ def check_form_conditions(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-P1", "error", "numbers", "SK-01-P1 (performance invariant 1)",
       "performance form: q_tile is not align16(ceil(seq_q / 2)), so a (batch, head) has more or fewer than 2 Q tiles",
-      bad="form: performance\nseq_q: 8192\nq_tile: 2048", good="form: performance\nseq_q: 8192\nq_tile: 4096",
+      bad='opdesign:\n  form: performance\n  seq_q: 8192\n  q_tile: 2048   # four Q tiles per (batch, head)',
+      good='opdesign:\n  form: performance\n  seq_q: 8192\n  q_tile: 4096   # align16(8192 / 2)',
       needs_block=True)
 def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     """``Q_TILE = seq_len_q / 2`` aligned up to the cube alignment of the dtype (C-TILE-05
@@ -98,8 +101,9 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-P2", "error", "pseudocode", "SK-01-P2 (performance invariant 2)",
       "performance form with <= 8 KV tiles: the K loop must be a static Python range without is_loop_begin/end",
-      bad="for kv_idx in pypto.loop(KV_TILES, name='kv_tile'):\n    if pypto.cond(pypto.is_loop_begin(kv_idx)): ...",
-      good="for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij", needs_block=True)
+      bad=("for kv_idx in pypto.loop(KV_TILES, name='kv_tile'):\n    if pypto.cond(pypto.is_loop_begin(kv_idx)):\n"
+           '        oi = oij'),
+      good='for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij', needs_block=True)
 def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
     """With ``k_tile_count = ceil(seq_kv / kv_tile) <= static_kv_max_tiles`` the block's ``kv_loop`` is
     ``range``, the pseudocode's KV-tile loop is a Python ``range`` and no ``is_loop_begin`` /
@@ -127,8 +131,10 @@ def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-P3", "error", "pseudocode", "SK-01-P3 (performance invariant 3)",
       "performance form: accumulator held in an explicit buffer instead of SSA re-binding",
-      bad="oi = pypto.full([Q_TILE, HEAD_DIM], 0.0, pypto.DT_FP32)\n...\noi[:] = oij",
-      good="if kv_idx == 0:\n    oi = oij\nelse:\n    oi = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))",
+      bad=('oi = pypto.full([Q_TILE, HEAD_DIM], 0.0, pypto.DT_FP32)\nfor kv_idx in range(KV_TILES):\n'
+           '    oi[:] = pypto.add(oi, oij)'),
+      good=('for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij\n    else:\n'
+            '        oi = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'),
       needs_block=True)
 def check_ssa_state(ctx: Context) -> Iterator[Hit]:
     """State is carried by SSA re-binding (first block ``oi = oij``): no ``pypto.full`` /
@@ -148,8 +154,10 @@ def check_ssa_state(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-P4", "error", "pseudocode", "SK-01-P4 (performance invariant 4), AT-21",
       "performance form: the softmax chain is not inside sg_set_scope(6)",
-      bad="pypto.sg_set_scope(2)\nmij = pypto.amax(sij, dim=-1, keepdim=True)",
-      good="pypto.sg_set_scope(6)\nmij = pypto.amax(sij, dim=-1, keepdim=True)\n...\npypto.sg_set_scope(-1)",
+      bad=('for kv_idx in range(KV_TILES):\n    pypto.sg_set_scope(2)\n'
+           '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.sg_set_scope(-1)'),
+      good=('for kv_idx in range(KV_TILES):\n    pypto.sg_set_scope(6)\n'
+            '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.sg_set_scope(-1)'),
       needs_block=True)
 def check_chain_scope(ctx: Context) -> Iterator[Hit]:
     """The chain ``mul -> amax -> sub -> exp -> sum -> cast`` runs inside

@@ -66,10 +66,11 @@ for _n, _text, _by in (
 
 @rule("SK-02-R3", "error", "pseudocode", "SK-02-R3 (AT-02-R3)",
       "an SK-02 single-pass design has a KV loop, online-softmax accumulators or an unroll",
-      bad="opdesign:\n  skeleton: SK-02\n  kv_loop: pypto.loop\n...\nfor kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
-          "    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)",
-      good="opdesign:\n  skeleton: SK-02\n  kv_loop: none\n  accumulators: {}\n  unroll_list: []\n...\n"
-           "sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root, S2_TILE >= topk")
+      bad=("# opdesign: {skeleton: SK-02}\nfor kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n"
+           '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
+           '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
+      good=('# opdesign: {skeleton: SK-02}\n'
+            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'))
 def check_single_pass(ctx: Context) -> Iterator[Hit]:
     """C1, V1 and C2 run once per root with a standard softmax (AT-02): no KV loop (the block's
     ``kv_loop`` is ``none``; no pseudocode loop whose bound counts KV tiles, whose ``name=`` is a KV
@@ -102,8 +103,12 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-02-R1", "error", "numbers", "SK-02-R1, SK-02-R2 (C-TILE-03)",
       "an SK-02 design's KV tile does not cover the whole top-k row, or its UB total exceeds the capacity",
-      bad="opdesign:\n  skeleton: SK-02\n  kv_tile: 1024\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
-      good="opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}",
+      bad=('opdesign:\n  skeleton: SK-02\n  kv_tile: 1024\n  vec_tiles:\n'
+           '    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}\n'
+           '    V2: {shape: [8, 128], dtype: fp32, view: [8, 128]}'),
+      good=('opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n'
+            '    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}\n'
+            '    V2: {shape: [8, 128], dtype: fp32, view: [8, 128]}'),
       needs_block=True)
 def check_whole_row(ctx: Context) -> Iterator[Hit]:
     """One pass covers the whole top-k row: ``S2_TILE`` (the block's ``kv_tile``) is at least the
@@ -115,8 +120,10 @@ def check_whole_row(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-02-R5", "error", "pseudocode", "SK-02-R5 (C-TILE-06); PyPTO 0.2.0 per-stage TileShapes",
       "an SK-02 design sets a TileShape from a runtime value inside a loop",
-      bad="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(cur_seq, 128)",
-      good="for b_idx in pypto.loop(batch, name='batch'):\n    pypto.set_vec_tile_shapes(8, 128)")
+      bad=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
+           '    pypto.set_vec_tile_shapes(cur_seq, 128)'),
+      good=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
+            '    pypto.set_vec_tile_shapes(8, 128)'))
 def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
     """The card asks for the TileShapes to be set once, outside the loop, with compile-time values, so
     that they cannot drift between iterations or depend on runtime values. PyPTO 0.2.0 applies a
@@ -139,8 +146,10 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-02-R6", "error", "pseudocode", "SK-02-R6; PyPTO 0.2.0 control flow",
       "an SK-02 design runs the pass without a skip for cur_seq == 0",
-      bad="cur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nsij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)",
-      good="if cur_seq > 0:\n    ...\n    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)")
+      bad=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\n'
+           'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
+      good=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nif cur_seq > 0:\n'
+            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'))
 def check_empty_skip(ctx: Context) -> Iterator[Hit]:
     """The first matmul of the pass sits under an ``if`` on the token's effective top-k: a token whose
     ``cur_seq`` is 0 skips the pass, and its rows keep the zeros the output was allocated with.

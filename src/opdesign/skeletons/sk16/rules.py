@@ -48,8 +48,14 @@ for _n, _text in enumerate((
 
 @rule("SK-16-R3", "error", "pseudocode", "SK-16-R3",
       "a batch, head, s1 or s2 loop of the SK-16 kernel is a Python for loop (or a pypto.loop without a name)",
-      bad="# static unrolling over batch and heads\nfor b_idx in range(batch):\n    for h_idx in range(num_heads):\n        ...",
-      good='# named symbolic loops\nfor b_idx in pypto.loop(batch, name="batch"):\n    for h_idx in pypto.loop(num_heads, name="head"):\n        ...')
+      bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+           '    for b_idx in pypto.loop(batch, name="batch"):\n'
+           '        for h_idx in range(NUM_HEADS):   # unrolled while tracing\n'
+           '            qi = pypto.view(q, [Q_TILE, HEAD_DIM], [b_idx, h_idx, 0, 0])'),
+      good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+            '    for b_idx in pypto.loop(batch, name="batch"):\n'
+            '        for h_idx in pypto.loop(NUM_HEADS, name="head"):\n'
+            '            qi = pypto.view(q, [Q_TILE, HEAD_DIM], [b_idx, h_idx, 0, 0])'))
 def check_named_loops(ctx: Context) -> Iterator[Hit]:
     """Every loop of the SK-16 kernel (batch, head, s1, s2) is a ``pypto.loop`` with a ``name``.
     A Python ``for`` unrolls statically while tracing: it blocks whole-graph scheduling (a P0 case with
@@ -70,8 +76,10 @@ def check_named_loops(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-16-R5", "error", "pseudocode", "SK-16-R5 (AT-20)",
       "the SK-16 kernel masks with where; tails use view + valid_shape",
-      bad="sij = pypto.where(kv_cols < kv_valid, sij, -3.4e38)",
-      good="kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])")
+      bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+           '    sij = pypto.where(kv_cols < kv_valid, sij, -3.4e38)'),
+      good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])'))
 def check_no_where(ctx: Context) -> Iterator[Hit]:
     """No ``where`` in the SK-16 kernel: it forces the vector path and breaks the matmul -> atomic_add
     fusion. Tails are bounded by ``view(..., valid_shape=...)``; a causal mask uses a fill op."""
@@ -95,8 +103,10 @@ def _exp_names(ctx: Context, kernel: Node) -> set[str]:
 
 @rule("SK-16-R2", "error", "pseudocode", "SK-16-R2",
       "the SK-16 kernel recomputes the softmax statistics l / m that its signature already carries",
-      bad="# the kernel takes l and m, then rebuilds m\ndef bwd_kernel(q, k, v, o, do, l, m, ...):\n    mij = pypto.amax(sij, dim=-1, keepdim=True)",
-      good="mi = pypto.view(m, [Q_TILE, 1], [b_idx, h_idx, q_off, 0], valid_shape=[q_valid, 1])")
+      bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+           '    mij = pypto.amax(sij, dim=-1, keepdim=True)   # m is an input: rebuilt'),
+      good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+            '    mi = pypto.view(m, [Q_TILE, 1], [b_idx, h_idx, q_off, 0], valid_shape=[q_valid, 1])'))
 def check_stats_not_recomputed(ctx: Context) -> Iterator[Hit]:
     """When the kernel takes the forward row max / row sum (``l``, ``m``, ``lse``, ``softmax_max`` ...)
     it reads them: a row max (``amax``) or a row sum of exponentials (``sum`` of an ``exp``) in the
@@ -132,8 +142,11 @@ def _runtime_call(expr: ast.AST) -> str | None:
 
 @rule("SK-16-R6", "error", "pseudocode", "SK-16-R6",
       "the softmax scale is a runtime tensor or kernel argument, not a compile-time Python float",
-      bad="# scale passed at run time\ndef bwd_kernel(q, k, v, o, do, l, m, scale, ...):\n    sij = pypto.mul(sij, scale)",
-      good="SCALE = 0.125  # 1 / sqrt(head_dim)\n...\nsij = pypto.mul(sij, SCALE)")
+      bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\n'
+           'def bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv, scale):\n'
+           '    sij = pypto.mul(sij, scale)   # scale passed at run time'),
+      good=('# opdesign: {skeleton: SK-16}\nSCALE = 0.125   # 1 / sqrt(head_dim)\n\n@pypto.frontend.jit()\n'
+            'def bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n    sij = pypto.mul(sij, SCALE)'))
 def check_scale_constant(ctx: Context) -> Iterator[Hit]:
     """``scale = 1/sqrt(head_dim)`` is a Python float known when the kernel is traced. A kernel
     parameter named ``*scale*`` or a scale built by a ``pypto`` / ``torch`` / ``numpy`` call becomes a
@@ -186,8 +199,12 @@ def _zeroed_params(ctx: Context, kernel: Node) -> set[str]:
 
 @rule("SK-16-R4", "error", "pseudocode", "SK-16-R4",
       "an atomic_add target is not zero-initialised on the host before the launch (or is zeroed by assemble in the kernel)",
-      bad="# host side\ndef bwd(q, k, v, o, do, l, m):\n    dq = torch.empty(q.shape, dtype=torch.float32)\n    bwd_kernel(q, ..., dq, dk, dv)",
-      good="# host side\ndef bwd(q, k, v, o, do, l, m):\n    dq = torch.zeros(q.shape, dtype=torch.float32)\n    bwd_kernel(q, ..., dq, dk, dv)")
+      bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+           '    pypto.atomic_add(dqi, [b_idx, h_idx, q_off, 0], dq)\n\ndef bwd(q, k, v, o, do, l, m):   # host side\n'
+           '    dq = torch.empty(q.shape, dtype=torch.float32)\n    bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv)'),
+      good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
+            '    pypto.atomic_add(dqi, [b_idx, h_idx, q_off, 0], dq)\n\ndef bwd(q, k, v, o, do, l, m):   # host side\n'
+            '    dq = torch.zeros(q.shape, dtype=torch.float32)\n    bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv)'))
 def check_zero_init(ctx: Context) -> Iterator[Hit]:
     """``atomic_add`` adds the block products of many loop steps into GM: the target must hold zeros
     before the kernel starts, written by the host (``torch.zeros`` passed to the kernel). Zeroing it
