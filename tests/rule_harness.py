@@ -11,8 +11,9 @@ The example's kind (``@rule(..., kind=...)``, default by family: see
   (the ``_base`` design of the skeleton it names: SK-01 performance by default).
 - ``interfaces``: YAML whose top-level keys replace those of the minimal ``eval/module_interfaces.yaml``;
   a snippet that opens with ``schema_version:`` (or is no YAML mapping) is the whole file.
-- ``markdown``: a fragment that opens with a chapter heading (``## Pseudocode``); it replaces that
-  chapter of the minimal document (which carries the generated block when the rule needs one).
+- ``markdown``: a fragment that opens with a chapter heading (``## Pseudocode``) replaces that
+  chapter of the minimal document; one without a heading continues the verification chapter, whose
+  last lines are the design-check table ``| check | result | basis |`` (so table rows extend it) (which carries the generated block when the rule needs one).
 - ``document``: the whole DESIGN.md.
 - ``api``: one Python expression calling ``validate_text`` / ``validate_paths`` with the names of
   :func:`api_names` (``design_text``, ``yaml_text``, ``op_dir``, ``with_kernel_blocks``).
@@ -210,9 +211,7 @@ def build(kind: str = "document", snippet: str | None = None, needs_block: bool 
     if kind == "markdown":
         first = snippet.splitlines()[0].strip().casefold()
         key = next((k for k, body in CHAPTERS.items() if body.splitlines()[0].casefold() == first), None)
-        if key is None:
-            raise ValueError(f"a markdown snippet opens with a chapter heading, got {first!r}")
-        chapters[key] = snippet
+        chapters[key or "verification"] = snippet if key else chapters["verification"] + snippet
         text = _document(front + (_block_text(None, {}) if needs_block else ""), chapters)
         return Built(text, interfaces, "design", _lines_before(text, snippet), length)
     raise ValueError(f"unknown example kind {kind!r}")

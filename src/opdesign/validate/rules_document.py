@@ -262,9 +262,8 @@ def design_check_tables(ctx: Context) -> list[Any]:
 
 @rule("OD-DOC-07", "error", "document", "CANNBot DESIGN.md template (no pre-filled pass)",
       "a design check says 'pass' without a basis",
-      bad='## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n| C-TILE-03 UB budget | pass | |',
-      good=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
-            '| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |'))
+      bad='| C-TILE-03 UB budget | pass | |',
+      good='| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |')
 def check_pass_basis(ctx: Context) -> Iterator[Hit]:
     """A design-check row whose result is pass / ok / 通过 / ✅ must say why in its basis column
     (``basis`` / ``依据`` / ``evidence``): the figures or the rule that was checked. A table without a
