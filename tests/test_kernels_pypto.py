@@ -43,7 +43,12 @@ def _first_config(out):
     return kernel.split('"name": ', 2)[1].split(",", 1)[0].strip("'\"")
 
 
-@pytest.mark.parametrize("name", ["causal_gqa_tail", "causal_gqa_fai", "sliding_window_512", "dense_fa_8192",
+# dense_fa_8192 is the performance form at seq 8192 (compile-time SEQ_Q / SEQ_KV): its compile + SIM took
+# ~15 min and 6-7 GB per config on the 2-core machine, so it runs only on request (test_dense_performance_form).
+HEAVY = "OPDESIGN_HEAVY" in __import__("os").environ
+
+
+@pytest.mark.parametrize("name", ["causal_gqa_tail", "causal_gqa_fai", "sliding_window_512",
                                   "sparse_topk_2048", "sk16_backward_lm"])
 def test_example_kernel_compiles_and_simulates(tmp_path, name):
     out = _new(tmp_path, name)
@@ -55,7 +60,6 @@ def test_example_kernel_compiles_and_simulates(tmp_path, name):
 
 @pytest.mark.parametrize("name, changes", [
     ("causal_gqa_tail", {}),
-    ("dense_fa_8192", {}),
     ("paged_fp8_decode", {"quant": "none"}),  # the paged path; FP8 itself cannot compile on this release
     ("sparse_topk_2048", {}),
     ("sk16_backward_lm", {}),
@@ -69,6 +73,14 @@ def test_example_kernel_verifies_against_the_torch_golden(tmp_path, name, change
         assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
         assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
     assert report.passed
+
+
+@pytest.mark.skipif(not HEAVY, reason="dense_fa_8192's performance-form kernel takes ~15 min and 6-7 GB per config "
+                    "to compile and simulate on this CPU; set OPDESIGN_HEAVY=1 to run it")
+def test_dense_performance_form_verifies(tmp_path):
+    out = _new(tmp_path, "dense_fa_8192")
+    report = verify_dir(out, configs=["perf_s8192"])
+    assert report.passed and report.configs[0].verify.status == "PASS", report
 
 
 def test_fp8_kernel_is_refused_by_the_release_platform(tmp_path):

@@ -191,7 +191,7 @@ def run_isolated(
     passes: list[str] | None = None,
     case_args: Mapping[str, Any] | None = None,
     python: str | None = None,
-    timeout: float = 900.0,
+    timeout: float = 2400.0,
 ) -> RunResult:
     """Run one config in a child ``python -m opdesign.pypto_run.worker`` process.
 
