@@ -68,3 +68,35 @@ def test_kernel_is_deterministic():
     spec = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
     first = render_all(estimate(spec), "en")
     assert render_all(estimate(spec), "en") == first
+
+
+VARIANTS = [  # (example, field changes): each variant's kernel must render, parse and use only release names
+    ("sparse_topk_2048", {"dynamic_axes": [{"name": "batch", "range": [1, 64], "uniform": True}]}),
+    ("causal_gqa_tail", {"mask": "tensor"}),
+    ("causal_gqa_tail", {"layout": "BNSD", "mask": "none"}),
+    ("causal_gqa_tail", {"dtype": "fp32"}),
+    ("paged_fp8_decode", {"quant": "none", "device": "a3"}),
+    ("sk16_backward_lm", {"mask": "causal", "layout": "BSND"}),
+]
+
+
+@pytest.mark.parametrize("name, changes", VARIANTS, ids=[f"{n}-{'-'.join(c)}" for n, c in VARIANTS])
+def test_variant_kernels_render_and_use_only_release_names(name, changes):
+    from conftest import spec_variant
+
+    plan = estimate(spec_variant(load_spec(EXAMPLES / f"{name}.yaml"), **changes))
+    kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    ast.parse(kernel)
+    assert check_source(kernel) == []
+
+
+def test_the_sk02_fallback_kernel_renders():
+    """A top-k SPEC whose row does not fit UB plans SK-01 Sparse Attn; its kernel renders too."""
+    from conftest import spec_variant
+
+    spec = spec_variant(load_spec(EXAMPLES / "sparse_topk_2048.yaml"), shape__topk=16384, shape__seq_kv=32768,
+                        dynamic_axes=[{"name": "seq_kv", "range": [1, 32768], "uniform": False}])
+    plan = estimate(spec)
+    assert plan.skeleton.id == "SK-01" and plan.fallback_from == "SK-02"
+    kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    assert check_source(kernel) == [] and "pypto.scatter(" in kernel
