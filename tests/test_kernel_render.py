@@ -100,3 +100,13 @@ def test_the_sk02_fallback_kernel_renders():
     assert plan.skeleton.id == "SK-01" and plan.fallback_from == "SK-02"
     kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
     assert check_source(kernel) == [] and "pypto.scatter(" in kernel
+
+
+def test_good_rule_examples_use_only_names_the_release_has():
+    """`opdesign rules ID` never shows a 'good' example written with a pypto name 0.2.0 lacks."""
+    from opdesign.validate import all_rules
+
+    for rule in all_rules().values():
+        if rule.example_kind == "pseudocode":
+            names = [h for h in check_source(rule.good) if h.kind in ("name", "method")]
+            assert names == [], (rule.id, names)

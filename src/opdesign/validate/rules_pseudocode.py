@@ -51,9 +51,9 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-PC-03", "error", "pseudocode", "AT-21-R1, AT-21-R3, AT-21-R4",
       "sg_set_scope(n) is not closed with sg_set_scope(-1) before a matmul, another scope or the loop end",
-      bad=('pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
+      bad=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
-      good=('pypto.sg_set_scope(2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.sg_set_scope(-1)\n'
+      good=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.set_pass_options(sg_set_scope=-1)\n'
             'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
 def check_scopes(ctx: Context) -> Iterator[Hit]:
     """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope

@@ -154,10 +154,10 @@ def check_ssa_state(ctx: Context) -> Iterator[Hit]:
 
 @rule("SK-01-P4", "error", "pseudocode", "SK-01-P4 (performance invariant 4), AT-21",
       "performance form: the softmax chain is not inside sg_set_scope(6)",
-      bad=('for kv_idx in range(KV_TILES):\n    pypto.sg_set_scope(2)\n'
-           '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.sg_set_scope(-1)'),
-      good=('for kv_idx in range(KV_TILES):\n    pypto.sg_set_scope(6)\n'
-            '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.sg_set_scope(-1)'),
+      bad=('for kv_idx in range(KV_TILES):\n    pypto.set_pass_options(sg_set_scope=2)\n'
+           '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.set_pass_options(sg_set_scope=-1)'),
+      good=('for kv_idx in range(KV_TILES):\n    pypto.set_pass_options(sg_set_scope=6)\n'
+            '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.set_pass_options(sg_set_scope=-1)'),
       needs_block=True)
 def check_chain_scope(ctx: Context) -> Iterator[Hit]:
     """The chain ``mul -> amax -> sub -> exp -> sum -> cast`` runs inside

@@ -61,7 +61,7 @@ def _first_kernel_line(ctx: Context) -> int:
            'kj = pypto.view(k_cache, [KV_TILE, HEAD_DIM], [b_idx, kv_off, kv_h, 0])\n'
            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {kv_cache: paged, atoms: [AT-12, AT-01, AT-13, AT-17]}\nfor page in range(PAGES_PER_TILE):\n'
-            '    block_id = pypto.view(block_table, [1, 1], [b_idx, kv_off // BLOCK_SIZE + page]).max(0)\n'
+            '    block_id = block_table[b_idx, kv_off // BLOCK_SIZE + page].max(0)\n'
             '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [block_id, 0, kv_h, 0]), [page * BLOCK_SIZE, 0], k_buf)\n'
             'sij = pypto.matmul(qi, k_buf, pypto.DT_FP32, b_trans=True)'))
 def check_paged_gather(ctx: Context) -> Iterator[Hit]:
