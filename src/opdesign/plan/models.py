@@ -330,6 +330,7 @@ class Plan(_Model):
     typical_configs: list[dict[str, Any]] = Field(description="the SPEC's typical configs with full shapes")
     dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
     risks: list[Text] = Field(description="what can break the design, one sentence each")
+    cv_handover: Text | None = Field(None, description="how P reaches the cube for C2 on this device (devices.yaml ub_to_l1)")
     pypto_release: str = Field(description="the PyPTO release the kernel is written for (constraints/pypto_api.yaml)")
     design_checks: dict[str, CheckRow] = Field(default_factory=dict,
                                                description="verification rows by key (plan.checks), e.g. C-TILE-04")

@@ -142,7 +142,8 @@ def state_rows(spec: Spec, q_tile: int, form: str) -> list[StateRow]:
         StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="mij"),
                  update="mnew = max(mi, mij)", final_use=text("sk01.state.mi_use")),
         StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="lij"),
-                 update="alpha*li + beta*lij", final_use=text("sk01.state.li_use")),
+                 update="alpha*li + beta*lij",
+                 final_use=text("sk01.state.li_use" if spec.mask == "none" else "sk01.state.li_use_masked")),
         StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=text(init, value="oij"),
                  update="alpha*oi + beta*oij", final_use=text("sk01.state.oi_use", dtype=spec.dtype)),
     ]

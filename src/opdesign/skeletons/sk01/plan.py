@@ -220,6 +220,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
         risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+        cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )

@@ -1,0 +1,42 @@
+"""Statements an Ascend kernel engineer signs: device-dependent data paths, guarded divisions,
+FP8 dtypes and scales, unique interface tensors, one expansion definition (issue 14)."""
+
+from __future__ import annotations
+
+from conftest import EXAMPLES, spec_variant
+from opdesign.render.design import render_design
+from opdesign.skeletons.registry import estimate
+from opdesign.spec import load_spec
+
+CAUSAL = load_spec(EXAMPLES / "causal_gqa_tail.yaml")  # a2
+FAI = load_spec(EXAMPLES / "causal_gqa_fai.yaml")  # a5
+
+
+def _flow_line(design: str) -> str:
+    return next(line for line in design.splitlines() if line.startswith("Data flow per task"))
+
+
+def test_p_goes_through_gm_on_a2_a3_and_straight_to_l1_on_a5():
+    for device in ("a2", "a3"):
+        line = _flow_line(render_design(estimate(spec_variant(CAUSAL, device=device))))
+        assert "UB -> GM -> L1" in line and f"{device}.ub_to_l1 is false" in line
+        assert "no GM round trip" not in line
+    line = _flow_line(render_design(estimate(FAI)))
+    assert "straight to L1" in line and "no GM round trip" in line and "a5.ub_to_l1" in line
+
+
+def test_a_row_with_no_visible_column_is_guarded_everywhere():
+    plan = estimate(CAUSAL)
+    design = render_design(plan)
+    li = next(r for r in plan.state if r.name == "li")
+    assert li.final_use.key == "sk01.state.li_use_masked"
+    assert "`o_i / (l_i + L_FLOOR)`" in design  # graph V2 row
+    assert "o = oi / (li + L_FLOOR)" in design  # state table
+    assert "pypto.div(o_acc, pypto.add(l_acc, L_FLOOR))" in design  # pseudocode
+    assert "rows `r < seq_q - seq_kv`" in design and "torch.zeros" in design
+    # the example carries a causal typical config with seq_q > seq_kv
+    cfg = next(c for c in CAUSAL.typical_configs if c.name == "func_sq700_kv300")
+    assert cfg.shape.seq_q > cfg.shape.seq_kv
+    # no mask: every row sees a column, the plain division stays
+    unmasked = render_design(estimate(spec_variant(CAUSAL, mask="none")))
+    assert "o = oi / li on the last block" in unmasked and "L_FLOOR" not in unmasked
