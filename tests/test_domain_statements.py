@@ -35,8 +35,21 @@ def test_a_row_with_no_visible_column_is_guarded_everywhere():
     assert "pypto.div(o_acc, pypto.add(l_acc, L_FLOOR))" in design  # pseudocode
     assert "rows `r < seq_q - seq_kv`" in design and "torch.zeros" in design
     # the example carries a causal typical config with seq_q > seq_kv
-    cfg = next(c for c in CAUSAL.typical_configs if c.name == "func_sq700_kv300")
+    cfg = next(c for c in CAUSAL.typical_configs if c.name == "func_sq1000_kv700")
     assert cfg.shape.seq_q > cfg.shape.seq_kv
     # no mask: every row sees a column, the plain division stays
     unmasked = render_design(estimate(spec_variant(CAUSAL, mask="none")))
     assert "o = oi / li on the last block" in unmasked and "L_FLOOR" not in unmasked
+
+
+def test_fp8_design_says_fp8_for_v_and_p_and_multiplies_the_inverse_scale():
+    plan = estimate(load_spec(EXAMPLES / "paged_fp8_decode.yaml"))
+    design = render_design(plan)
+    assert "| v_cache | input | [num_blocks, block_size, num_kv_heads, head_dim] | float8_e4m3 (stored as int8" in design
+    assert "Q, K and the output in bf16, V in FP8 E4M3" in design
+    assert "P -> bf16" not in design and "P -> FP8E4M3 (V1q)" in design
+    assert "per-channel" not in design and "channel scale" not in design
+    # the per-token inv_scale (AT-08) is folded into P before C2 and multiplied, never divided
+    assert "p_v = pypto.mul(p, vs_t)" in design
+    assert "o_blk = pypto.mul(o_blk, p_inv_scale)" in design
+    assert "v_inv_scale" in design and "v_scale_row" not in design

@@ -210,6 +210,9 @@ class TensorSpec(_Model):
     name: str = Field(description="tensor name in the golden's signature")
     shape: list[str] = Field(description="dimension expressions")
     dtype: str = Field(description="numpy dtype name")
+    storage_of: str | None = Field(None, exclude=True,
+                                   description="the real element type when dtype only stores its bytes "
+                                               "(FP8 E4M3 V travels as int8); not part of the interface file")
 
 
 class CoreLoad(_Model):

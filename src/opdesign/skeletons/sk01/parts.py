@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 # the accumulator rescale after C2, FAI "RescaleO").
 V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
 V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
-# AT-08 before C2 (row amax, scale, cast to FP8) and AT-06 after it (two dequant multiplies).
-FP8_V1_OPS = (("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
-FP8_V2_OPS = (("mul_p_inv_scale", 2), ("mul_v_channel_scale", 2))
+# AT-08 before C2 (V's per-token inv_scale folded into P's columns, row amax, scale, cast to FP8) and
+# AT-06 after it (one dequant multiply by the P row inv_scale).
+FP8_V1_OPS = (("mul_v_token_scale", 2), ("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
+FP8_V2_OPS = (("mul_p_inv_scale", 2),)
 
 
 def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
