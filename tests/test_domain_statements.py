@@ -53,3 +53,23 @@ def test_fp8_design_says_fp8_for_v_and_p_and_multiplies_the_inverse_scale():
     assert "p_v = pypto.mul(p, vs_t)" in design
     assert "o_blk = pypto.mul(o_blk, p_inv_scale)" in design
     assert "v_inv_scale" in design and "v_scale_row" not in design
+
+
+def test_sparse_design_lists_each_input_once_and_recommends_the_tiles_it_sets():
+    from opdesign.render.design import render_interfaces
+    from opdesign.validate import validate_text
+
+    plan = estimate(load_spec(EXAMPLES / "sparse_topk_2048.yaml"))
+    names = [t.name for t in plan.primary_inputs]
+    assert names == ["q", "k", "v", "topk_indices", "kv_act_seqs"]
+    assert [i["name"] for i in plan.modules[0].inputs] == names
+    entry = next(e for e in plan.config_entries if e.key == "tile_shapes.cube")
+    c1 = plan.cube_tiles["C1"]
+    assert entry.value == [list(c1.m), list(c1.k), list(c1.n)] == [[16, 16], [128, 128], [128, 128]]
+    assert "pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])" in render_design(plan)
+    # the validator catches the old duplicate listing
+    good = render_interfaces(plan)
+    dup = good.replace("- name: kv_act_seqs\n", "- name: topk_indices\n  shape: [batch, seq_q, topk]\n  dtype: int32\n- name: kv_act_seqs\n", 1)
+    design = render_design(plan)
+    assert not [f for f in validate_text(design, interfaces_text=good).findings if f.rule == "OD-IF-12"]
+    assert [f.rule for f in validate_text(design, interfaces_text=dup).findings if f.rule == "OD-IF-12"] == ["OD-IF-12"]

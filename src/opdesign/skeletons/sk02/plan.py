@@ -253,11 +253,21 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
     entries.append(ConfigEntry(key=rec.key, value=["kv_act_seqs"], status="required",
                                purpose="cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early",
                                source=f"SK-01 configuration ({rec.when}), AT-21"))
-    for key, purpose in (("sg_set_scope", "C1, V1 and C2 of a pass in one sub-graph (SK-02-R4)"),
-                         ("tile_shapes.cube", "one cube tile for C1 and C2, set once outside the loops (SK-02-R5)")):
-        rec = next(r for r in card.config if r.key == key)
-        entries.append(ConfigEntry(key=key, value=rec.value, status=rec.status, purpose=purpose + (
-            f"; {rec.when}" if rec.when else ""), source=f"{card.id} configuration"))
+    rec = next(r for r in card.config if r.key == "sg_set_scope")
+    entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose="C1, V1 and C2 of a pass in one "
+                               "sub-graph (SK-02-R4)" + (f"; {rec.when}" if rec.when else ""), source=f"{card.id} configuration"))
+    # the value is the plan's own cube tile (what the pseudocode sets); the card's [128,128]x3 is its starting point
+    rec = next(r for r in card.config if r.key == "tile_shapes.cube")
+    c1 = fit.cube["C1"]
+    planned = [list(c1.m), list(c1.k), list(c1.n)]
+    purpose = "one cube tile for C1 and C2, set once outside the loops (SK-02-R5)" + (f"; {rec.when}" if rec.when else "")
+    if planned != rec.value:
+        purpose += (f"; the card's {rec.value} with m = {c1.m[1]}: a pass holds q_tile {fit.q_tile} query rows "
+                    f"(heads of one KV group), aligned up to {c1.m[1]} for the cube (C-TILE-05); a 128-row m block "
+                    f"would pad {128 - fit.q_tile} of 128 rows"
+                    if c1.m[1] < 128 else f"; the card's {rec.value} resized to the plan's tiles (C-TILE-05)")
+    entries.append(ConfigEntry(key=rec.key, value=planned, status=rec.status, purpose=purpose,
+                               source=f"{card.id} configuration, C-TILE-05"))
     primary, outputs, module_count, module_reason, modules = _interfaces(spec, golden_module_count)
     rtol, atol = spec.tolerance
     loops = [
@@ -307,8 +317,12 @@ def _atoms(cat, norm: str) -> list[Choice]:
 
 def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
     primary, outputs = io_tensors(spec)
-    primary += [TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"),
-                TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32")]
+    # SK-02 reads the per-batch KV length as kv_act_seqs (cur_seq and its pypto.cond) whether seq_kv is
+    # varlen or not: it replaces io_tensors' actual_seq_kv, and io_tensors already lists topk_indices
+    primary = [t for t in primary if t.name != "actual_seq_kv"]
+    if not any(t.name == "topk_indices" for t in primary):
+        primary.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
+    primary.append(TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32"))
     out = outputs[0]
     module = Module(
         id=1, name=f"{spec.op_name}_sk02",
