@@ -73,3 +73,27 @@ def test_sparse_design_lists_each_input_once_and_recommends_the_tiles_it_sets():
     design = render_design(plan)
     assert not [f for f in validate_text(design, interfaces_text=good).findings if f.rule == "OD-IF-12"]
     assert [f.rule for f in validate_text(design, interfaces_text=dup).findings if f.rule == "OD-IF-12"] == ["OD-IF-12"]
+
+
+def test_condition_3_counts_roots_with_the_seq_q_the_tile_is_sized_for():
+    # seq_q dynamic up to 16384, typical 4096: Q_TILE = 8192 and 16384 / 8192 = 2 tiles per (batch, head)
+    plan = estimate(load_spec(EXAMPLES / "sliding_window_512.yaml"))
+    c3 = next(c for c in plan.form_checks if c.id == "SK-01-PERF-3")
+    text = render_design(plan)
+    assert c3.observed.args["seq_q"] == 16384 and c3.observed.args["roots"] == 1 * 8 * 2
+    assert "seq_q hi 16384 for both the tile and the count" in text
+    c2 = next(c for c in plan.form_checks if c.id == "SK-01-PERF-2")
+    assert "head_dim in the set {64, 128}" in render_design(plan) and c2.passed
+
+
+def test_backward_workspace_is_marked_as_one_a3_measurement():
+    plan = estimate(spec_variant(load_spec(EXAMPLES / "sk16_backward_lm.yaml"), device="a3"))
+    entry = next(e for e in plan.config_entries if e.key == "runtime_options.max_workspace_kb")
+    design = render_design(plan)
+    assert entry.value == 25170624 and "one A3 measurement" in entry.source
+    assert "not derived from this SPEC's shapes" in design and "re-size it from the real compile" in design
+
+
+def test_designs_cite_public_sources_not_the_internal_digest():
+    for name in ("causal_gqa_fai", "paged_fp8_decode", "sparse_topk_2048", "sk16_backward_lm"):
+        assert "domain.md" not in render_design(estimate(load_spec(EXAMPLES / f"{name}.yaml"))), name

@@ -59,7 +59,7 @@ def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: in
     items.append(BudgetItem(
         name="MM2_LEFT_SIZE", bytes=c1.m[1] * c1.n[1] * p_bytes * KERNEL_TASK_NUM,
         formula=text("l1.mm2_left", m=c1.m[1], n=c1.n[1], p_bytes=p_bytes, tasks=KERNEL_TASK_NUM),
-        source="FAI static resources (domain.md §7)"))
+        source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"))
     return make_budget("L1", items, device.l1_bytes, capacity_source=f"devices.yaml {device.name}.l1_bytes")
 
 

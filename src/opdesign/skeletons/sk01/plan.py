@@ -173,7 +173,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         Decision(name="root_count", value=root_count, basis=text("sk01.root_count", batch=s.batch, num_heads=s.num_heads, q_tiles=q_tiles),
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count, basis=text("sk01.task_count", basis=task_basis),
-                 source="SK-01 structural table, FAI pipeline (domain.md §7)"),
+                 source="SK-01 structural table, FAI example 49 pipeline (KERNEL_TASK_NUM)"),
         Decision(name="work_per_root_macs", value=work, basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
@@ -183,13 +183,13 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         bs = s.block_size
         counts.append(Decision(name="seq_kv_paged", value=align_up(s.seq_kv, bs),
                                basis=text("sk01.seq_kv_paged", seq_kv=s.seq_kv, block_size=bs),
-                               source="FAI paged attention (domain.md §7), AT-17"))
+                               source="FAI example 49 paged attention (kvSeqlen = RoundUp(kvSeqlen, blockSize)), AT-17"))
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance", cores=bal.cores),
-                               source="FAI load balance (domain.md §7)"))
+                               source="FAI example 49 multi-core balance (greedy split)"))
     config, entries = config_entries(spec, sk01)
     primary, outputs = io_tensors(spec)
     modules = [module(spec, primary, outputs[0])]

@@ -234,7 +234,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                  basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
         Decision(name="core_waves", value=ceil(root_count / device.aic_cores),
                  basis=f"ceildiv(root_count {root_count}, aic_cores {device.aic_cores}); equal work per root at design time, "
-                       "cur_seq == 0 roots skip", source="FAI load balance (domain.md §7)"),
+                       "cur_seq == 0 roots skip", source="FAI example 49 multi-core balance (greedy split)"),
         Decision(name="seq_kv_max", value=axis_hi(spec, "seq_kv"),
                  basis="largest seq_kv (typical or dynamic hi): index_select reads one unsplit KV axis "
                        "(viewshape[dim] >= shape[dim]), and view shapes are compile-time ints",
