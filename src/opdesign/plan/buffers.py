@@ -33,6 +33,18 @@ def vec_op_bytes(tile: VecTile, tensor_count: int) -> int:
     return tile.shape[0] * tile.shape[1] * DTYPE_BYTES[tile.dtype] * tensor_count
 
 
+def softmax_state_items(rows: int, align: int) -> list[BudgetItem]:
+    """FAI example 49's UB softmax state, ``sumUb``, ``maxUb`` and ``expUb``, one per pipeline slot
+    (``x KERNEL_TASK_NUM``): the sources list them among the UB residents (TileShape resource table)
+    without a size; the strictest reading gives each a ``[rows, 1]`` FP32 column padded to ``align``
+    bytes per row (C-TILE-02), as the resident row statistics are counted."""
+    src = ("FAI example 49 UB residents sumUb / maxUb / expUb x KERNEL_TASK_NUM (Ascend C "
+           "examples/49_ascend950_flash_attention_infer); strictest reading: one 32 B-padded FP32 row each (C-TILE-02)")
+    return [BudgetItem(name=name, bytes=rows * align * KERNEL_TASK_NUM,
+                       formula=text("ub.softmax_state", rows=rows, align=align, tasks=KERNEL_TASK_NUM), source=src)
+            for name in ("sumUb", "maxUb", "expUb")]
+
+
 def make_expansion(ops: list[ExpansionOp], traced_copies: int) -> Expansion:
     """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body."""
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")

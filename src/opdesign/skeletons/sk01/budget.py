@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, vec_op_bytes
+from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, softmax_state_items, vec_op_bytes
 from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile, text
 from opdesign.plan.tiles import align_up
 
@@ -73,4 +73,5 @@ def ub_budget(
                    formula=text("ub.share", half=ceil(q_base / 2)),
                    source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
     ]
+    items += softmax_state_items(half, align)
     return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.name}.ub_bytes")

@@ -30,6 +30,7 @@ from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_chec
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
 from opdesign.spec import Spec
 
+STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND")}
 
@@ -96,6 +97,11 @@ def _fit(spec: Spec, form: str, sk01, device):
     cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
     while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
         why = _overflow(_over(ub, l1, l0))
+        if not ub.fits:  # name the reading of the FAI UB items that forced the smaller tile
+            state = sum(i.bytes for i in ub.items if i.name in STATE_ITEMS)
+            if ub.total_bytes - state <= ub.capacity_bytes:
+                why = [*why, text("sk01.q_tile.reading", state=state, without=ub.total_bytes - state,
+                                  capacity=ub.capacity_bytes)]
         q_tile //= 2
         cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
         decisions[0] = Decision(name="q_tile", value=q_tile,
