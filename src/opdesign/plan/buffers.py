@@ -46,11 +46,17 @@ def softmax_state_items(rows: int, align: int) -> list[BudgetItem]:
 
 
 def make_expansion(ops: list[ExpansionOp], traced_copies: int) -> Expansion:
-    """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body."""
+    """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body.
+
+    One definition for every skeleton: the limit applies to the whole traced jit body (every op's
+    ``tiles x (1 + inputs)`` summed, times the copies a static range or unrolled loop traces), since
+    the expressions of one graph add up; ``max_per_op`` names the op to shrink first."""
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
     worst = max(o.expressions for o in ops)
-    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops) * traced_copies,
-                     traced_copies=traced_copies, limit=limit, within_limit=worst <= limit)
+    body_total = sum(o.expressions for o in ops) * traced_copies
+    return Expansion(ops=ops, max_per_op=worst, body_total=body_total,
+                     traced_copies=traced_copies, limit=limit, within_limit=body_total <= limit,
+                     body_ratio=round(body_total / limit, 1))
 
 
 def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: int) -> Budget:

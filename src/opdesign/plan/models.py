@@ -139,8 +139,9 @@ class Expansion(_Model):
     max_per_op: int = Field(description="largest expressions of one op")
     body_total: int = Field(description="expressions of all ops x traced_copies")
     traced_copies: int = Field(description="copies of the body the tracer unrolls (KV tiles of a static range, else 1)")
-    limit: int = Field(description="C-TILE-04 expansion_limit per op")
-    within_limit: bool = Field(description="max_per_op <= limit")
+    limit: int = Field(description="C-TILE-04 expansion_limit, on the whole traced body")
+    within_limit: bool = Field(description="body_total <= limit (one definition for every skeleton)")
+    body_ratio: float = Field(description="body_total / limit, rounded to 0.1 (unitless)")
 
 
 class Unroll(_Model):
@@ -385,7 +386,8 @@ class Plan(_Model):
             "l1_budget": {"total_bytes": self.l1_budget.total_bytes, "capacity_bytes": self.l1_budget.capacity_bytes},
             # the deepest cube buffering of any stage ({-1: n} default or a per-stage key such as SK-02's {1: 2})
             "cube_nbuffer": max(self.config["pass_options"].get("cube_nbuffer_setting", {}).values(), default=1),
-            "expansion": {"max_per_op": self.expansion.max_per_op, "limit": self.expansion.limit},
+            "expansion": {"max_per_op": self.expansion.max_per_op, "body_total": self.expansion.body_total,
+                          "limit": self.expansion.limit},
             "form_checks": {c.id: c.passed for c in self.form_checks},
             "module_count": self.module_count,
         }

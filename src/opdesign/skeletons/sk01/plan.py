@@ -258,5 +258,8 @@ def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[Ph
         out.append(text("sk01.risk.mask_helpers"))
     if form == "performance":
         out.append(text("sk01.risk.perf_invariants"))
-    out.append(text("risk.expansion", max_per_op=exp.max_per_op, limit=exp.limit))
+    out.append(text("risk.expansion", body_total=exp.body_total, max_per_op=exp.max_per_op, limit=exp.limit)
+               if exp.within_limit else
+               text("risk.expansion_over", body_total=exp.body_total, ratio=exp.body_ratio, limit=exp.limit,
+                    copies=exp.traced_copies, max_per_op=exp.max_per_op))
     return out

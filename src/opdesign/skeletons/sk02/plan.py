@@ -356,6 +356,6 @@ def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: Device
     out.append("index contract: slots past cur_seq are never used as keys (clamped to 0, outside valid_shape), so -1 there "
                "is a convention; every slot before cur_seq must be a valid position < kv_act_seqs[b]. An indexer that "
                "fills fewer slots than cur_seq breaks the kernel (the scaffold's golden follows the indices).")
-    out.append(f"expression expansion: {exp.max_per_op} per op against {exp.limit} (C-TILE-04 estimate; confirm with the "
-               "real compile).")
+    out.append(f"expression expansion: whole traced body {exp.body_total} against {exp.limit} (C-TILE-04 estimate on the "
+               f"whole body, largest op {exp.max_per_op}; confirm with the real compile).")
     return out
