@@ -97,3 +97,10 @@ def test_backward_workspace_is_marked_as_one_a3_measurement():
 def test_designs_cite_public_sources_not_the_internal_digest():
     for name in ("causal_gqa_fai", "paged_fp8_decode", "sparse_topk_2048", "sk16_backward_lm"):
         assert "domain.md" not in render_design(estimate(load_spec(EXAMPLES / f"{name}.yaml"))), name
+
+
+def test_sk02_residency_says_which_reading_it_takes():
+    plan = estimate(load_spec(EXAMPLES / "sparse_topk_2048.yaml"))
+    c2 = next(c for c in plan.skeleton_checks if c.id == "SK-02-COND-2")
+    assert c2.passed and "2 x 2048 x head_dim 512 x 2 B = 4194304 B, above UB 196608 B" in c2.observed
+    assert "the strict reading (K + V resident) would reject this SPEC" in c2.observed

@@ -54,7 +54,7 @@ from opdesign.plan.tiles import align_up, axis_hi, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
-from opdesign.spec import Spec
+from opdesign.spec import DTYPE_BYTES, Spec
 
 SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
 
@@ -155,6 +155,17 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
               + f" even at q_tile {fit.q_tile} (S2_TILE {fit.s2_tile})")
     else:
         c2 = (True, f"UB {ub.total_bytes} B <= {ub.capacity_bytes} B at q_tile {fit.q_tile}, S2_TILE {fit.s2_tile}")
+    # which reading of "full-KV residency" the budget takes, and why (the strict one is never met)
+    kv_bytes = 2 * fit.s2_tile * spec.shape.head_dim * DTYPE_BYTES[spec.dtype]
+    r1, c1v = fit.vec["V1"].shape
+    c2 = c2 if not c2[0] else (c2[0], c2[1] + f"; reading: S and P of the whole top-k row are resident (the row max and sum see all "
+                         f"{fit.s2_tile} columns), K and V are not: the whole top-k K + V is 2 x {fit.s2_tile} x "
+                         f"head_dim {spec.shape.head_dim} x {DTYPE_BYTES[spec.dtype]} B = {kv_bytes} B, "
+                         f"{'above' if kv_bytes > ub.capacity_bytes else 'within'} UB {ub.capacity_bytes} B, so it "
+                         f"streams through one [{r1}, {c1v}] gather tile at a time and reaches the cube in cube-tile "
+                         "blocks; " + ("the strict reading (K + V resident) would reject this SPEC, as it rejects "
+                                       "the card's own topk 2048 example" if kv_bytes > ub.capacity_bytes
+                                       else "K + V alone would fit here, but the budget keeps the streamed reading"))
     r, c = fit.vec["V1"].shape
     col_tiles = ceil(fit.s2_tile / c)
     reduce_exp = ceil(fit.q_tile / r) * col_tiles * 2  # amax / sum: one input (C-TILE-04)
@@ -164,7 +175,8 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     return [
         FormCheck(id="SK-02-COND-1", condition="topk is a compile-time constant (S2_TILE >= topk)",
                   observed=c1[1], passed=c1[0], source=src + "1 (SK-02-R1)"),
-        FormCheck(id="SK-02-COND-2", condition="full-KV residency fits the UB formula including intermediates",
+        FormCheck(id="SK-02-COND-2", condition="full-KV residency fits the UB formula including intermediates "
+                                               "(the whole top-k row of S and P; K / V streamed)",
                   observed=c2[1], passed=c2[0], source=src + "2 (SK-02-R2, C-TILE-03)"),
         FormCheck(id="SK-02-COND-3", condition="the softmax reduction across vector tiles is PyPTO's reduce over dim=-1",
                   observed=c3[1], passed=c3[0], source=src + "3 (C-TILE-04)"),
