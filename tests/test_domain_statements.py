@@ -104,3 +104,34 @@ def test_sk02_residency_says_which_reading_it_takes():
     c2 = next(c for c in plan.skeleton_checks if c.id == "SK-02-COND-2")
     assert c2.passed and "2 x 2048 x head_dim 512 x 2 B = 4194304 B, above UB 196608 B" in c2.observed
     assert "the strict reading (K + V resident) would reject this SPEC" in c2.observed
+
+
+def test_decode_names_its_padding_and_kv_rereads_first():
+    plan = estimate(load_spec(EXAMPLES / "paged_fp8_decode.yaml"))
+    first = plan.risks[0]
+    assert first.key == "sk01.risk.decode_waste"
+    a = first.args
+    assert (a["padded"], a["q_tile"], a["group"], a["fold_rows"]) == (15, 16, 4, 4)
+    # K bf16 + V FP8 over seq_kv 4096 x head_dim 128, read once per head of the group of 4
+    assert a["kv_bytes"] == 4096 * 128 * (2 + 1) and a["reread"] == 4 * a["kv_bytes"]
+
+
+def test_cross_attention_says_which_cores_idle_and_the_split_that_fills_them():
+    from conftest import REPO
+
+    plan = estimate(load_spec(REPO / "tests" / "fixtures" / "sk01" / "cross_attention_77.yaml"))
+    assert (plan.q_tile, plan.root_count) == (80, 16)
+    risk = next(r for r in plan.risks if r.key == "sk01.risk.idle_cores")
+    a = risk.args
+    assert (a["roots"], a["cores"], a["idle"]) == (16, 20, 4)
+    assert (a["q_fill"], a["roots_fill"], a["kv_split"], a["tasks"]) == (48, 32, 2, 32)
+    assert "16 roots on 20 cube cores (a3) leave 4 cores idle" in render_design(plan)
+    assert not any(r.key.startswith("sk01.risk.pad") for r in plan.risks)  # 3 of 80 rows: not worth a risk
+
+
+def test_unroll_row_states_the_remainder_rule_and_each_config_completes_a_group():
+    plan = estimate(load_spec(EXAMPLES / "paged_fp8_decode.yaml"))
+    design = render_design(plan)
+    assert plan.unroll_factor == 8
+    assert "decode_b1_kv1030: 9 KV tiles = 1 full group(s) + 1" in design
+    assert "remainder rule: loop_unroll(unroll_list=[8]) runs groups of 8 KV tiles" in design

@@ -28,7 +28,7 @@ from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unr
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
-from opdesign.spec import Spec
+from opdesign.spec import DTYPE_BYTES, Spec
 
 STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
@@ -225,7 +225,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_count=module_count, module_reason=module_reason,
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
-        risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+        risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
@@ -241,6 +241,40 @@ def _atoms(spec: Spec, cat) -> list[Choice]:
     if spec.quant == "fp8":
         picks += [("AT-08", text("sk01.atom.at08")), ("AT-06", text("sk01.atom.at06"))]
     return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
+
+
+def _waste(spec: Spec, device, q_tile: int, q_tiles: int, root_count: int) -> list[Phrase]:
+    """What the plan wastes at the typical shape, first in Risks: padded Q rows and per-head KV re-reads
+    of a short query (decode), and cube cores left idle by too few roots (with the split that fills them)."""
+    s = spec.shape
+    out = []
+    group = s.num_heads // s.num_kv_heads
+    if q_tiles == 1 and 2 * s.seq_q <= q_tile:  # half or more of the one Q tile is padding
+        v_bytes = 1 if spec.quant == "fp8" else DTYPE_BYTES[spec.dtype]
+        kv_bytes = s.seq_kv * s.head_dim * (DTYPE_BYTES[spec.dtype] + v_bytes)
+        fold = group * s.seq_q
+        out.append(text("sk01.risk.decode_waste", seq_q=s.seq_q, q_tile=q_tile, padded=q_tile - s.seq_q,
+                        pct=100 * (q_tile - s.seq_q) / q_tile, group=group, kv_bytes=kv_bytes,
+                        reread=group * kv_bytes, fold_rows=fold, fold_tile=align_up(fold, cube_align(spec.dtype)))
+                   if group > 1 else
+                   text("sk01.risk.pad_rows", seq_q=s.seq_q, q_tile=q_tile, padded=q_tile - s.seq_q,
+                        pct=100 * (q_tile - s.seq_q) / q_tile))
+    cores = device.aic_cores
+    if root_count < cores:
+        heads = s.batch * s.num_heads
+        per_head = ceil(cores / heads)
+        q_fill = align_up(ceil(s.seq_q / per_head), cube_align(spec.dtype))
+        roots_fill = heads * ceil(s.seq_q / q_fill)
+        kv_split = ceil(cores / root_count)
+        out.append(text("sk01.risk.idle_cores", roots=root_count, cores=cores, idle=cores - root_count,
+                        pct=100 * (cores - root_count) / cores, device=device.name, q_tile=q_tile, q_fill=q_fill,
+                        roots_fill=roots_fill, waves=ceil(roots_fill / cores), kv_split=kv_split,
+                        tasks=root_count * kv_split)
+                   if q_fill < q_tile and roots_fill >= cores else
+                   text("sk01.risk.idle_cores_kv", roots=root_count, cores=cores, idle=cores - root_count,
+                        pct=100 * (cores - root_count) / cores, device=device.name, kv_split=kv_split,
+                        tasks=root_count * kv_split))
+    return out
 
 
 def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[Phrase]:
