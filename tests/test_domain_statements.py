@@ -135,3 +135,13 @@ def test_unroll_row_states_the_remainder_rule_and_each_config_completes_a_group(
     assert plan.unroll_factor == 8
     assert "decode_b1_kv1030: 9 KV tiles = 1 full group(s) + 1" in design
     assert "remainder rule: loop_unroll(unroll_list=[8]) runs groups of 8 KV tiles" in design
+
+
+def test_a_plan_far_down_the_ranking_says_why_it_starts_there(tmp_path):
+    from opdesign.pipeline import new_design
+
+    new_design(EXAMPLES / "causal_gqa_tail.yaml", tmp_path / "op", lang="en")
+    design = (tmp_path / "op" / "DESIGN.md").read_text(encoding="utf-8")
+    assert "Cost-model rank of these tiles: 1891 of 11672" in design
+    assert "Why the design starts at rank 1891, not rank 1: the safe baseline is SK-01's first-run form" in design
+    assert "so rank 1 (kv_tile: 128 -> 512;" in design and "score gain 40.3 %) is the first tuning step" in design
