@@ -40,7 +40,7 @@ def test_fp32_dense_falls_back_to_the_baseline_naming_the_overflowing_budget(tmp
     spec = _variant(DENSE, dtype="fp32")
     plan = estimate(spec)
     assert all(c.passed for c in plan.form_checks)
-    assert plan.form == "baseline" and (plan.q_tile, plan.kv_tile) == (128, 128)
+    assert plan.form == "baseline" and (plan.q_tile, plan.kv_tile) == (64, 128)  # 128 overflows UB once FAI sumUb/maxUb/expUb are counted
     assert plan.ub_budget.fits and plan.l1_budget.fits and all(b.fits for b in plan.l0_budgets)
     reason = say(plan.form_reason)
     assert reason == ("safe baseline: the four SK-01 performance-form conditions hold, but the performance tiles "
@@ -81,16 +81,21 @@ def test_missing_performance_target_falls_back_naming_condition_4():
 def test_causal_gqa_tail_counts_and_budget():
     plan = estimate(CAUSAL)
     assert plan.form == "baseline"
-    assert (plan.q_tile, plan.kv_tile) == (128, 128)
-    assert plan.q_tiles == ceil(1000 / 128) == 8
-    assert plan.root_count == 2 * 8 * 8
-    # causal: q block i sees blocks 0..i (seq_q == seq_kv), so 1+2+...+8 = 36 per (batch, head)
-    assert plan.task_count == 2 * 8 * 36
+    # the 128 tile needs 211200 B of UB with FAI's sumUb / maxUb / expUb x KERNEL_TASK_NUM (3 x 64 x 32 x 3
+    # = 18432 B) against 196608 B, so the baseline halves Q_TILE and says which reading forced it
+    assert (plan.q_tile, plan.kv_tile) == (64, 128)
+    assert "sumUb / maxUb / expUb x KERNEL_TASK_NUM add 18432 B" in say(plan.tile_decisions[0].basis)
+    assert "UB 211200 B > 196608 B" in say(plan.tile_decisions[0].basis)
+    assert plan.q_tiles == ceil(1000 / 64) == 16
+    assert plan.root_count == 2 * 8 * 16
+    # causal: q block i (64 rows) sees ceil((i + 1) / 2) KV blocks of 128, so 2 x (1+...+8) = 72 per (batch, head)
+    assert plan.task_count == 2 * 8 * 72
     assert plan.group_size == 4
     ub = {i.name: i.bytes for i in plan.ub_budget.items}
-    assert ub["oi_resident"] == 64 * 128 * 4  # q_tile / CV_RATIO rows x head_dim x FP32
-    assert ub["MM1_RESULT_SIZE"] == 64 * 128 * 4 * 2
-    assert ub["SHARE_UB_SIZE"] == 64 * 4
+    assert ub["oi_resident"] == 32 * 128 * 4  # q_tile / CV_RATIO rows x head_dim x FP32
+    assert ub["MM1_RESULT_SIZE"] == 32 * 128 * 4 * 2
+    assert ub["SHARE_UB_SIZE"] == 32 * 4
+    assert ub["sumUb"] == ub["maxUb"] == ub["expUb"] == 32 * 32 * 3
     assert plan.ub_budget.total_bytes <= load_catalog().device("a2").ub_bytes
     for tile in plan.cube_tiles.values():
         for l0, l1 in (tile.m, tile.k, tile.n):

@@ -20,7 +20,14 @@ SPECS = sorted((REPO / "examples" / "specs").glob("*.yaml"))
 def test_generated_design_has_no_error_or_warning(spec: Path, lang: str, tmp_path: Path) -> None:
     new_design(spec, tmp_path / "op", lang=lang)
     report = validate_paths([tmp_path / "op"])
-    assert [(f.rule, f.line, f.message) for f in report.findings if f.level != "info"] == []
+    found = [(f.rule, f.level, f.message) for f in report.findings if f.level != "info"]
+    if spec.stem == "dense_fa_8192":
+        # the performance form's static range of 8 KV tiles traces 8 copies of the body: 237568
+        # expressions, 13.2x C-TILE-04's 18000 on the whole body; the design says so and the warning stands
+        assert found == [("C-TILE-04", "warning", "stated expansion 237568 over the whole traced body exceeds "
+                                                  "the limit 18000 (13.2x)")]
+    else:
+        assert found == []
     assert report.exit_code == 0
 
 

@@ -64,7 +64,11 @@ def test_paged_fp8_plan():
     assert plan.cube_tiles["C2"].operand_dtype == "fp8"
     assert (plan.rtol, plan.atol) == (0.125, 0.0625)  # 2u and u of E4M3, u = 2**-4
     names = [t.name for t in plan.primary_inputs]
-    assert names == ["q", "k_cache", "v_cache", "block_table", "kv_act_seqs", "v_scale"]
+    assert names == ["q", "k_cache", "v_cache", "block_table", "kv_act_seqs", "v_inv_scale"]
+    # V is FP8 E4M3 (int8 only stores its bytes in the interface file); one inv_scale per token and KV head
+    v_cache, v_scale = plan.primary_inputs[2], plan.primary_inputs[-1]
+    assert (v_cache.dtype, v_cache.storage_of) == ("int8", "float8_e4m3")
+    assert v_scale.shape == ["num_blocks", "num_kv_heads", "block_size"]
 
 
 def test_mask_tensor_takes_the_fa_score_candidates(tmp_path):

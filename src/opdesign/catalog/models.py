@@ -30,7 +30,7 @@ INDEX_COLUMNS = ("id", "title", "tags", "flow", "file")
 #: Scalar figures of a device profile; each needs an entry in ``sources``.
 DEVICE_FIGURES = (
     "aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes",
-    "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle", "fp8_matmul",
+    "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle", "fp8_matmul", "ub_to_l1",
 )  # fmt: skip
 #: Alignment entries every device profile must give (bytes).
 ALIGN_KEYS = ("ub", "l1", "l0a", "l0b", "l0c", "gm_burst")
@@ -178,6 +178,8 @@ class _DeviceEntry(_Model):
     cube_macs_per_cycle: PositiveInt
     bandwidth: dict[str, PositiveFloat] = Field(default_factory=dict)
     fp8_matmul: bool = Field(description="FP8 E4M3 matmul and cast are supported (AT-08 / AT-06 designs)")
+    ub_to_l1: bool = Field(description="the AIV hands a tile (P) straight from its UB to the AIC's L1; "
+                                       "false: AIV and AIC exchange tiles through a GM workspace")
     sources: dict[str, Text]
 
     @field_validator("align_bytes")

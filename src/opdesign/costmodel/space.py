@@ -243,7 +243,8 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     resident = (rows * d * acc + 2 * rows * align32) if ctx.form == "baseline" else 0
     ub = (resident + np.maximum(vr * vc * acc * counts["reduce"], vr * c2 * acc * counts["binary"])
           + cdiv(m1, cv) * n1 * acc * RESULT_BUFFERS
-          + cdiv(m1, cv) * align_up(d, 64) * acc * RESULT_BUFFERS + cdiv(m1, 2) * acc)
+          + cdiv(m1, cv) * align_up(d, 64) * acc * RESULT_BUFFERS + cdiv(m1, 2) * acc
+          + 3 * cdiv(m1, cv) * align32 * KERNEL_TASK_NUM)  # FAI sumUb / maxUb / expUb x KERNEL_TASK_NUM
     l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m1 * k21 + k21 * n21) * pb) * nbuf
           + m1 * n1 * pb * KERNEL_TASK_NUM)
     nbytes = {"UB": ub, "L1": l1,

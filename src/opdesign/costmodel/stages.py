@@ -49,9 +49,9 @@ from opdesign.spec import DTYPE_BYTES
 STAGES = ("C1", "V1", "C2", "V2", "sched")
 #: PTO instructions per vector tile (AT-01 steps, mapping in the module docstring)
 V1_INSTRS = ("TMULS", "TROWMAX", "TROWEXPAND", "TSUB", "TEXP", "TROWSUM")  # + TCVT of P
-FP8_V1_INSTRS = ("TROWMAX", "TROWEXPAND", "TMUL")  # AT-08: row max of |P|, scale P
+FP8_V1_INSTRS = ("TMUL", "TROWMAX", "TROWEXPAND", "TMUL")  # V's per-token inv_scale into P; AT-08: row max, scale P
 V2_INSTRS = ("TROWEXPAND", "TMUL", "TROWEXPAND", "TMUL", "TSUB")  # alpha * O + beta * O_ij
-FP8_V2_INSTRS = ("TROWEXPAND", "TMUL", "TMUL")  # AT-06: P row scale, V channel scale
+FP8_V2_INSTRS = ("TROWEXPAND", "TMUL")  # AT-06: P row inv_scale (V's scale rode in P)
 #: per row tile on [rows, 1] statistics: max, 2 subs, 2 exps, alpha * l, beta * l_ij, add
 STATE_INSTRS = ("TSUB", "TSUB", "TSUB", "TEXP", "TEXP", "TMUL", "TMUL", "TSUB")
 

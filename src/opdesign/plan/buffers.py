@@ -33,12 +33,30 @@ def vec_op_bytes(tile: VecTile, tensor_count: int) -> int:
     return tile.shape[0] * tile.shape[1] * DTYPE_BYTES[tile.dtype] * tensor_count
 
 
+def softmax_state_items(rows: int, align: int) -> list[BudgetItem]:
+    """FAI example 49's UB softmax state, ``sumUb``, ``maxUb`` and ``expUb``, one per pipeline slot
+    (``x KERNEL_TASK_NUM``): the sources list them among the UB residents (TileShape resource table)
+    without a size; the strictest reading gives each a ``[rows, 1]`` FP32 column padded to ``align``
+    bytes per row (C-TILE-02), as the resident row statistics are counted."""
+    src = ("FAI example 49 UB residents sumUb / maxUb / expUb x KERNEL_TASK_NUM (Ascend C "
+           "examples/49_ascend950_flash_attention_infer); strictest reading: one 32 B-padded FP32 row each (C-TILE-02)")
+    return [BudgetItem(name=name, bytes=rows * align * KERNEL_TASK_NUM,
+                       formula=text("ub.softmax_state", rows=rows, align=align, tasks=KERNEL_TASK_NUM), source=src)
+            for name in ("sumUb", "maxUb", "expUb")]
+
+
 def make_expansion(ops: list[ExpansionOp], traced_copies: int) -> Expansion:
-    """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body."""
+    """The C-TILE-04 estimate of ``ops`` (one traced body) over ``traced_copies`` copies of the body.
+
+    One definition for every skeleton: the limit applies to the whole traced jit body (every op's
+    ``tiles x (1 + inputs)`` summed, times the copies a static range or unrolled loop traces), since
+    the expressions of one graph add up; ``max_per_op`` names the op to shrink first."""
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
     worst = max(o.expressions for o in ops)
-    return Expansion(ops=ops, max_per_op=worst, body_total=sum(o.expressions for o in ops) * traced_copies,
-                     traced_copies=traced_copies, limit=limit, within_limit=worst <= limit)
+    body_total = sum(o.expressions for o in ops) * traced_copies
+    return Expansion(ops=ops, max_per_op=worst, body_total=body_total,
+                     traced_copies=traced_copies, limit=limit, within_limit=body_total <= limit,
+                     body_ratio=round(body_total / limit, 1))
 
 
 def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: int) -> Budget:
@@ -59,7 +77,7 @@ def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: in
     items.append(BudgetItem(
         name="MM2_LEFT_SIZE", bytes=c1.m[1] * c1.n[1] * p_bytes * KERNEL_TASK_NUM,
         formula=text("l1.mm2_left", m=c1.m[1], n=c1.n[1], p_bytes=p_bytes, tasks=KERNEL_TASK_NUM),
-        source="FAI static resources (domain.md §7)"))
+        source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"))
     return make_budget("L1", items, device.l1_bytes, capacity_source=f"devices.yaml {device.name}.l1_bytes")
 
 

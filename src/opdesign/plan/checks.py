@@ -202,10 +202,15 @@ def l0_fits(block: dict[str, Any]) -> list[Problem]:
 
 
 def stated_expansion(block: dict[str, Any]) -> list[Problem]:
-    """C-TILE-04: the stated ``expansion.max_per_op`` is within the catalog's ``expansion_limit``."""
+    """C-TILE-04: the stated whole-body ``expansion.body_total`` (or, in a design that states only
+    ``max_per_op``, that op) is within the catalog's ``expansion_limit``."""
     limit = load_catalog().constraint("C-TILE-04").param("expansion_limit")
     stated = block.get("expansion")
+    body = pos_int(stated.get("body_total")) if isinstance(stated, dict) else None
     worst = pos_int(stated.get("max_per_op")) if isinstance(stated, dict) else None
+    if body is not None and body > limit:
+        return [Problem(("expansion",), f"stated expansion {body} over the whole traced body exceeds the limit {limit} "
+                                        f"({body / limit:.1f}x)")]
     if worst is not None and worst > limit:
         return [Problem(("expansion",), f"stated expansion {worst} per op exceeds the limit {limit}")]
     return []

@@ -23,15 +23,22 @@ def io_tensors(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec]]:
     if spec.kv_cache == "paged":
         cache = ["num_blocks", "block_size", "num_kv_heads", "head_dim"]
         inputs = [q, TensorSpec(name="k_cache", shape=cache, dtype=dt),
-                  TensorSpec(name="v_cache", shape=cache, dtype="int8" if spec.quant == "fp8" else dt),
+                  TensorSpec(name="v_cache", shape=cache, dtype="int8" if spec.quant == "fp8" else dt,
+                             storage_of="float8_e4m3" if spec.quant == "fp8" else None),
                   TensorSpec(name="block_table", shape=["batch", "max_blocks_per_seq"], dtype="int32")]
     else:
         v_dt = "int8" if spec.quant == "fp8" else dt
         inputs = [q, TensorSpec(name="k", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=dt),
-                  TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=v_dt)]
+                  TensorSpec(name="v", shape=_qkv_shape(spec, "num_kv_heads", "seq_kv"), dtype=v_dt,
+                             storage_of="float8_e4m3" if spec.quant == "fp8" else None)]
     inputs += [TensorSpec(name=name, shape=["batch"], dtype="int32") for name in batch_lengths(spec).values()]
-    if spec.quant == "fp8":  # FP8 E4M3 bytes travel as int8; one FP32 scale per V channel
-        inputs.append(TensorSpec(name="v_scale", shape=["batch", "num_kv_heads", "head_dim"], dtype="float32"))
+    if spec.quant == "fp8":
+        # V holds FP8 E4M3 bytes (the interface dtype set has no FP8: int8 is their storage) with one
+        # FP32 AT-08 inv_scale (amax / 448, the dequantisation factor) per V row, i.e. per token and KV
+        # head; token axis last so one page's (or tile's) scales are one contiguous row
+        scale_shape = (["num_blocks", "num_kv_heads", "block_size"] if spec.kv_cache == "paged"
+                       else ["batch", "num_kv_heads", "seq_kv"])
+        inputs.append(TensorSpec(name="v_inv_scale", shape=scale_shape, dtype="float32"))
     if spec.mask == "tensor":
         inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
     if spec.mask == "topk":  # the indexer's picks per query token, -1 = unused slot (shared by the token's heads)

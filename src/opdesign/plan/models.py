@@ -139,8 +139,9 @@ class Expansion(_Model):
     max_per_op: int = Field(description="largest expressions of one op")
     body_total: int = Field(description="expressions of all ops x traced_copies")
     traced_copies: int = Field(description="copies of the body the tracer unrolls (KV tiles of a static range, else 1)")
-    limit: int = Field(description="C-TILE-04 expansion_limit per op")
-    within_limit: bool = Field(description="max_per_op <= limit")
+    limit: int = Field(description="C-TILE-04 expansion_limit, on the whole traced body")
+    within_limit: bool = Field(description="body_total <= limit (one definition for every skeleton)")
+    body_ratio: float = Field(description="body_total / limit, rounded to 0.1 (unitless)")
 
 
 class Unroll(_Model):
@@ -210,6 +211,9 @@ class TensorSpec(_Model):
     name: str = Field(description="tensor name in the golden's signature")
     shape: list[str] = Field(description="dimension expressions")
     dtype: str = Field(description="numpy dtype name")
+    storage_of: str | None = Field(None, exclude=True,
+                                   description="the real element type when dtype only stores its bytes "
+                                               "(FP8 E4M3 V travels as int8); not part of the interface file")
 
 
 class CoreLoad(_Model):
@@ -330,6 +334,7 @@ class Plan(_Model):
     typical_configs: list[dict[str, Any]] = Field(description="the SPEC's typical configs with full shapes")
     dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
     risks: list[Text] = Field(description="what can break the design, one sentence each")
+    cv_handover: Text | None = Field(None, description="how P reaches the cube for C2 on this device (devices.yaml ub_to_l1)")
     pypto_release: str = Field(description="the PyPTO release the kernel is written for (constraints/pypto_api.yaml)")
     design_checks: dict[str, CheckRow] = Field(default_factory=dict,
                                                description="verification rows by key (plan.checks), e.g. C-TILE-04")
@@ -381,7 +386,8 @@ class Plan(_Model):
             "l1_budget": {"total_bytes": self.l1_budget.total_bytes, "capacity_bytes": self.l1_budget.capacity_bytes},
             # the deepest cube buffering of any stage ({-1: n} default or a per-stage key such as SK-02's {1: 2})
             "cube_nbuffer": max(self.config["pass_options"].get("cube_nbuffer_setting", {}).values(), default=1),
-            "expansion": {"max_per_op": self.expansion.max_per_op, "limit": self.expansion.limit},
+            "expansion": {"max_per_op": self.expansion.max_per_op, "body_total": self.expansion.body_total,
+                          "limit": self.expansion.limit},
             "form_checks": {c.id: c.passed for c in self.form_checks},
             "module_count": self.module_count,
         }

@@ -317,3 +317,28 @@ def check_op_name(ctx: Context) -> Iterator[Hit]:
     op, name = _data(ctx).get("op"), ctx.front.get("op_name")
     if isinstance(op, str) and isinstance(name, str) and name.strip() and op != name:
         yield _hit(ctx, f"op {op!r} differs from the DESIGN.md op_name {name!r}", "op")
+
+
+@rule("OD-IF-12", "error", "interfaces", "CANNBot module_interfaces.yaml (primary_inputs in golden signature order)",
+      "a tensor is listed twice among the primary inputs or among one module's inputs",
+      bad=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n- {name: topk_indices, shape: [batch], dtype: int32}\n'
+           '- {name: topk_indices, shape: [batch], dtype: int32}'),
+      good=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n- {name: topk_indices, shape: [batch], dtype: int32}\n'
+            '- {name: kv_act_seqs, shape: [batch], dtype: int32}'))
+def check_duplicate_inputs(ctx: Context) -> Iterator[Hit]:
+    """``primary_inputs`` is the golden's signature, one entry per parameter, and a module's ``inputs``
+    name each tensor it reads once: a name given twice is a signature no function can have (two
+    parameters of one name), and usually means two planners each added the same tensor."""
+    seen: set[str] = set()
+    for i, entry in _mappings(ctx, "primary_inputs"):
+        name = str(entry.get("name"))
+        if name in seen:
+            yield _hit(ctx, f"primary input '{name}' is listed twice", "primary_inputs", i)
+        seen.add(name)
+    for i, module in _modules(ctx):
+        names: set[str] = set()
+        for j, entry in _entries(module, "inputs"):
+            name = str(entry.get("name"))
+            if name in names:
+                yield _hit(ctx, f"module {module.get('id')!r} lists input '{name}' twice", "modules", i, "inputs", j)
+            names.add(name)

@@ -25,7 +25,8 @@ def card() -> Card:
 
 
 def numerical_notes(plan: Plan) -> list[Phrase]:
-    return [text("sk01.note.fp32_state"), text("sk01.note.p_cast", dtype=plan.dtype)]
+    p_note = text("sk01.note.p_fp8") if plan.quant == "fp8" else text("sk01.note.p_cast", dtype=plan.dtype)
+    return [text("sk01.note.fp32_state"), p_note]
 
 
 def rederive_budgets(t: BlockTiles) -> tuple[Budget, Budget] | None:

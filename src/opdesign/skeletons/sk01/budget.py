@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, vec_op_bytes
+from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, softmax_state_items, vec_op_bytes
 from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile, text
 from opdesign.plan.tiles import align_up
 
@@ -64,13 +64,14 @@ def ub_budget(
     items += [
         BudgetItem(name="MM1_RESULT_SIZE", bytes=half * kv_base * ACC_BYTES * RESULT_BUFFERS,
                    formula=text("ub.mm1_result", buffers=RESULT_BUFFERS, half=half, kv_base=kv_base),
-                   source="FAI static resources (domain.md §7)"),
+                   source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
         BudgetItem(name="MM2_RESULT_SIZE",
                    bytes=ceil(c2.m[1] / cv) * align_up(head_dim, 64) * ACC_BYTES * RESULT_BUFFERS,
                    formula=text("ub.mm2_result", buffers=RESULT_BUFFERS),
-                   source="FAI static resources (domain.md §7)"),
+                   source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
         BudgetItem(name="SHARE_UB_SIZE", bytes=ceil(q_base / 2) * ACC_BYTES,
                    formula=text("ub.share", half=ceil(q_base / 2)),
-                   source="FAI static resources (domain.md §7)"),
+                   source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
     ]
+    items += softmax_state_items(half, align)
     return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.name}.ub_bytes")

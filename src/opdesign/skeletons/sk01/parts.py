@@ -21,7 +21,7 @@ from opdesign.plan.models import (
     VecTile,
     text,
 )
-from opdesign.plan.tiles import align_up, vec_cols_v2
+from opdesign.plan.tiles import align_up, axis_hi, vec_cols_v2
 from opdesign.skeletons.sk01.budget import ub_budget
 
 if TYPE_CHECKING:
@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 # the accumulator rescale after C2, FAI "RescaleO").
 V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
 V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
-# AT-08 before C2 (row amax, scale, cast to FP8) and AT-06 after it (two dequant multiplies).
-FP8_V1_OPS = (("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
-FP8_V2_OPS = (("mul_p_inv_scale", 2), ("mul_v_channel_scale", 2))
+# AT-08 before C2 (V's per-token inv_scale folded into P's columns, row amax, scale, cast to FP8) and
+# AT-06 after it (one dequant multiply by the P row inv_scale).
+FP8_V1_OPS = (("mul_v_token_scale", 2), ("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
+FP8_V2_OPS = (("mul_p_inv_scale", 2),)
 
 
 def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
@@ -48,7 +49,9 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
         c1 = (kv_axis.range[0] == kv_axis.range[1], text("sk01.perf1.dynamic", lo=kv_axis.range[0], hi=kv_axis.range[1]))
     dims = sk01.param("perf_head_dims")
     lo, hi = sk01.param("perf_root_range")
-    roots = s.batch * s.num_heads * ceil(s.seq_q / q_tile_perf)
+    # one seq_q for the tile and the count: the upper bound the compile-time Q_TILE is sized for
+    sq_hi = axis_hi(spec, "seq_q")
+    roots = s.batch * s.num_heads * ceil(sq_hi / q_tile_perf)
     ratio_min = sk01.param("perf_ratio_min")
     perf = spec.performance
     c4 = (perf is not None and perf.ratio > ratio_min,
@@ -58,11 +61,11 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     return [
         FormCheck(id="SK-01-PERF-1", condition=text("sk01.perf1"),
                   observed=c1[1], passed=c1[0], source=src + "1"),
-        FormCheck(id="SK-01-PERF-2", condition=text("sk01.perf2", dims=dims), observed=text("sk01.perf2.observed", head_dim=s.head_dim),
+        FormCheck(id="SK-01-PERF-2", condition=text("sk01.perf2", dims=", ".join(str(d) for d in dims)), observed=text("sk01.perf2.observed", head_dim=s.head_dim),
                   passed=s.head_dim in dims, source=src + "2"),
         FormCheck(id="SK-01-PERF-3", condition=text("sk01.perf3", lo=lo, hi=hi),
                   observed=text("sk01.perf3.observed", q_tile=q_tile_perf, batch=s.batch, num_heads=s.num_heads,
-                                seq_q=s.seq_q, roots=roots),
+                                seq_q=sq_hi, roots=roots),
                   passed=lo <= roots <= hi, source=src + "3"),
         FormCheck(id="SK-01-PERF-4", condition=text("sk01.perf4", ratio_min=ratio_min),
                   observed=c4[1], passed=c4[0], source=src + "4"),
@@ -142,7 +145,8 @@ def state_rows(spec: Spec, q_tile: int, form: str) -> list[StateRow]:
         StateRow(name="mi", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="mij"),
                  update="mnew = max(mi, mij)", final_use=text("sk01.state.mi_use")),
         StateRow(name="li", shape=f"[{q_tile}, 1]", dtype="fp32", init=text(init, value="lij"),
-                 update="alpha*li + beta*lij", final_use=text("sk01.state.li_use")),
+                 update="alpha*li + beta*lij",
+                 final_use=text("sk01.state.li_use" if spec.mask == "none" else "sk01.state.li_use_masked")),
         StateRow(name="oi", shape=f"[{q_tile}, {d}]", dtype="fp32", init=text(init, value="oij"),
                  update="alpha*oi + beta*oij", final_use=text("sk01.state.oi_use", dtype=spec.dtype)),
     ]

@@ -28,8 +28,9 @@ from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unr
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
-from opdesign.spec import Spec
+from opdesign.spec import DTYPE_BYTES, Spec
 
+STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND")}
 
@@ -96,6 +97,11 @@ def _fit(spec: Spec, form: str, sk01, device):
     cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
     while _over(ub, l1, l0) and form == "baseline" and q_tile > 16:
         why = _overflow(_over(ub, l1, l0))
+        if not ub.fits:  # name the reading of the FAI UB items that forced the smaller tile
+            state = sum(i.bytes for i in ub.items if i.name in STATE_ITEMS)
+            if ub.total_bytes - state <= ub.capacity_bytes:
+                why = [*why, text("sk01.q_tile.reading", state=state, without=ub.total_bytes - state,
+                                  capacity=ub.capacity_bytes)]
         q_tile //= 2
         cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device)
         decisions[0] = Decision(name="q_tile", value=q_tile,
@@ -173,7 +179,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         Decision(name="root_count", value=root_count, basis=text("sk01.root_count", batch=s.batch, num_heads=s.num_heads, q_tiles=q_tiles),
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count, basis=text("sk01.task_count", basis=task_basis),
-                 source="SK-01 structural table, FAI pipeline (domain.md §7)"),
+                 source="SK-01 structural table, FAI example 49 pipeline (KERNEL_TASK_NUM)"),
         Decision(name="work_per_root_macs", value=work, basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
@@ -183,13 +189,13 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         bs = s.block_size
         counts.append(Decision(name="seq_kv_paged", value=align_up(s.seq_kv, bs),
                                basis=text("sk01.seq_kv_paged", seq_kv=s.seq_kv, block_size=bs),
-                               source="FAI paged attention (domain.md §7), AT-17"))
+                               source="FAI example 49 paged attention (kvSeqlen = RoundUp(kvSeqlen, blockSize)), AT-17"))
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance", cores=bal.cores),
-                               source="FAI load balance (domain.md §7)"))
+                               source="FAI example 49 multi-core balance (greedy split)"))
     config, entries = config_entries(spec, sk01)
     primary, outputs = io_tensors(spec)
     modules = [module(spec, primary, outputs[0])]
@@ -219,7 +225,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_count=module_count, module_reason=module_reason,
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
-        risks=_risks(spec, ub, exp, q_tile, kv_tile, form),
+        risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form),
+        cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,
     )
@@ -234,6 +241,40 @@ def _atoms(spec: Spec, cat) -> list[Choice]:
     if spec.quant == "fp8":
         picks += [("AT-08", text("sk01.atom.at08")), ("AT-06", text("sk01.atom.at06"))]
     return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
+
+
+def _waste(spec: Spec, device, q_tile: int, q_tiles: int, root_count: int) -> list[Phrase]:
+    """What the plan wastes at the typical shape, first in Risks: padded Q rows and per-head KV re-reads
+    of a short query (decode), and cube cores left idle by too few roots (with the split that fills them)."""
+    s = spec.shape
+    out = []
+    group = s.num_heads // s.num_kv_heads
+    if q_tiles == 1 and 2 * s.seq_q <= q_tile:  # half or more of the one Q tile is padding
+        v_bytes = 1 if spec.quant == "fp8" else DTYPE_BYTES[spec.dtype]
+        kv_bytes = s.seq_kv * s.head_dim * (DTYPE_BYTES[spec.dtype] + v_bytes)
+        fold = group * s.seq_q
+        out.append(text("sk01.risk.decode_waste", seq_q=s.seq_q, q_tile=q_tile, padded=q_tile - s.seq_q,
+                        pct=100 * (q_tile - s.seq_q) / q_tile, group=group, kv_bytes=kv_bytes,
+                        reread=group * kv_bytes, fold_rows=fold, fold_tile=align_up(fold, cube_align(spec.dtype)))
+                   if group > 1 else
+                   text("sk01.risk.pad_rows", seq_q=s.seq_q, q_tile=q_tile, padded=q_tile - s.seq_q,
+                        pct=100 * (q_tile - s.seq_q) / q_tile))
+    cores = device.aic_cores
+    if root_count < cores:
+        heads = s.batch * s.num_heads
+        per_head = ceil(cores / heads)
+        q_fill = align_up(ceil(s.seq_q / per_head), cube_align(spec.dtype))
+        roots_fill = heads * ceil(s.seq_q / q_fill)
+        kv_split = ceil(cores / root_count)
+        out.append(text("sk01.risk.idle_cores", roots=root_count, cores=cores, idle=cores - root_count,
+                        pct=100 * (cores - root_count) / cores, device=device.name, q_tile=q_tile, q_fill=q_fill,
+                        roots_fill=roots_fill, waves=ceil(roots_fill / cores), kv_split=kv_split,
+                        tasks=root_count * kv_split)
+                   if q_fill < q_tile and roots_fill >= cores else
+                   text("sk01.risk.idle_cores_kv", roots=root_count, cores=cores, idle=cores - root_count,
+                        pct=100 * (cores - root_count) / cores, device=device.name, kv_split=kv_split,
+                        tasks=root_count * kv_split))
+    return out
 
 
 def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[Phrase]:
@@ -251,5 +292,8 @@ def _risks(spec: Spec, ub, exp, q_tile: int, kv_tile: int, form: str) -> list[Ph
         out.append(text("sk01.risk.mask_helpers"))
     if form == "performance":
         out.append(text("sk01.risk.perf_invariants"))
-    out.append(text("risk.expansion", max_per_op=exp.max_per_op, limit=exp.limit))
+    out.append(text("risk.expansion", body_total=exp.body_total, max_per_op=exp.max_per_op, limit=exp.limit)
+               if exp.within_limit else
+               text("risk.expansion_over", body_total=exp.body_total, ratio=exp.body_ratio, limit=exp.limit,
+                    copies=exp.traced_copies, max_per_op=exp.max_per_op))
     return out

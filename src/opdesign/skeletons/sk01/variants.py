@@ -61,11 +61,15 @@ def choose_unroll(spec: Spec, sk01: Card, variant: str, kv_tile: int, form: str)
         return Unroll(candidates=candidates, unroll_factor=1, unroll_list=[1], remainder_rule=text("unroll.factor_1"),
                       reason=text("sk01.unroll.loop", variant=variant, candidates=candidates),
                       source="SK-01 variant matrix and unroll candidates, C-LOOP-05")
-    min_tiles = min(ceil(spec.config_shape(c).seq_kv / kv_tile) for c in spec.typical_configs)
+    tiles = [ceil(spec.config_shape(c).seq_kv / kv_tile) for c in spec.typical_configs]
+    min_tiles = min(tiles)
     factor = max([c for c in candidates if c <= min_tiles] or [1])
     rule = text("unroll.factor_1") if factor == 1 else text("sk01.unroll.remainder", factor=factor)
+    per_config = [text("sk01.unroll.config", name=c.name, tiles=n, groups=n // factor, rem=n % factor)
+                  for c, n in zip(spec.typical_configs, tiles)]
     return Unroll(candidates=candidates, unroll_factor=factor, unroll_list=[factor], remainder_rule=rule,
-                  reason=text("sk01.unroll.chosen", variant=variant, candidates=candidates, min_tiles=min_tiles),
+                  reason=text("sk01.unroll.chosen", variant=variant, candidates=candidates, min_tiles=min_tiles,
+                              per_config=per_config),
                   source=f"SK-01 unroll candidates ({variant}), C-LOOP-05")
 
 

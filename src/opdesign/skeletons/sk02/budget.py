@@ -77,7 +77,7 @@ def single_pass_ub_budget(device: DeviceProfile, *, q_tile: int, s2_tile: int, h
                    source="C-TILE-03 per-op formula (tensor_count reduce/binary)"),
         BudgetItem(name="MM2_RESULT_SIZE", bytes=rows * align_up(head_dim, 64) * ACC_BYTES * RESULT_BUFFERS,
                    formula=f"rows {rows} x Align64(head_dim {head_dim}) x 4 x {RESULT_BUFFERS}",
-                   source="FAI static resources (domain.md §7)"),
+                   source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
     ]
     return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
 

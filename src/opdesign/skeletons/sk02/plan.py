@@ -54,7 +54,7 @@ from opdesign.plan.tiles import align_up, axis_hi, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
-from opdesign.spec import Spec
+from opdesign.spec import DTYPE_BYTES, Spec
 
 SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
 
@@ -155,6 +155,17 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
               + f" even at q_tile {fit.q_tile} (S2_TILE {fit.s2_tile})")
     else:
         c2 = (True, f"UB {ub.total_bytes} B <= {ub.capacity_bytes} B at q_tile {fit.q_tile}, S2_TILE {fit.s2_tile}")
+    # which reading of "full-KV residency" the budget takes, and why (the strict one is never met)
+    kv_bytes = 2 * fit.s2_tile * spec.shape.head_dim * DTYPE_BYTES[spec.dtype]
+    r1, c1v = fit.vec["V1"].shape
+    c2 = c2 if not c2[0] else (c2[0], c2[1] + f"; reading: S and P of the whole top-k row are resident (the row max and sum see all "
+                         f"{fit.s2_tile} columns), K and V are not: the whole top-k K + V is 2 x {fit.s2_tile} x "
+                         f"head_dim {spec.shape.head_dim} x {DTYPE_BYTES[spec.dtype]} B = {kv_bytes} B, "
+                         f"{'above' if kv_bytes > ub.capacity_bytes else 'within'} UB {ub.capacity_bytes} B, so it "
+                         f"streams through one [{r1}, {c1v}] gather tile at a time and reaches the cube in cube-tile "
+                         "blocks; " + ("the strict reading (K + V resident) would reject this SPEC, as it rejects "
+                                       "the card's own topk 2048 example" if kv_bytes > ub.capacity_bytes
+                                       else "K + V alone would fit here, but the budget keeps the streamed reading"))
     r, c = fit.vec["V1"].shape
     col_tiles = ceil(fit.s2_tile / c)
     reduce_exp = ceil(fit.q_tile / r) * col_tiles * 2  # amax / sum: one input (C-TILE-04)
@@ -164,7 +175,8 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     return [
         FormCheck(id="SK-02-COND-1", condition="topk is a compile-time constant (S2_TILE >= topk)",
                   observed=c1[1], passed=c1[0], source=src + "1 (SK-02-R1)"),
-        FormCheck(id="SK-02-COND-2", condition="full-KV residency fits the UB formula including intermediates",
+        FormCheck(id="SK-02-COND-2", condition="full-KV residency fits the UB formula including intermediates "
+                                               "(the whole top-k row of S and P; K / V streamed)",
                   observed=c2[1], passed=c2[0], source=src + "2 (SK-02-R2, C-TILE-03)"),
         FormCheck(id="SK-02-COND-3", condition="the softmax reduction across vector tiles is PyPTO's reduce over dim=-1",
                   observed=c3[1], passed=c3[0], source=src + "3 (C-TILE-04)"),
@@ -234,7 +246,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                  basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
         Decision(name="core_waves", value=ceil(root_count / device.aic_cores),
                  basis=f"ceildiv(root_count {root_count}, aic_cores {device.aic_cores}); equal work per root at design time, "
-                       "cur_seq == 0 roots skip", source="FAI load balance (domain.md §7)"),
+                       "cur_seq == 0 roots skip", source="FAI example 49 multi-core balance (greedy split)"),
         Decision(name="seq_kv_max", value=axis_hi(spec, "seq_kv"),
                  basis="largest seq_kv (typical or dynamic hi): index_select reads one unsplit KV axis "
                        "(viewshape[dim] >= shape[dim]), and view shapes are compile-time ints",
@@ -253,11 +265,21 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
     entries.append(ConfigEntry(key=rec.key, value=["kv_act_seqs"], status="required",
                                purpose="cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early",
                                source=f"SK-01 configuration ({rec.when}), AT-21"))
-    for key, purpose in (("sg_set_scope", "C1, V1 and C2 of a pass in one sub-graph (SK-02-R4)"),
-                         ("tile_shapes.cube", "one cube tile for C1 and C2, set once outside the loops (SK-02-R5)")):
-        rec = next(r for r in card.config if r.key == key)
-        entries.append(ConfigEntry(key=key, value=rec.value, status=rec.status, purpose=purpose + (
-            f"; {rec.when}" if rec.when else ""), source=f"{card.id} configuration"))
+    rec = next(r for r in card.config if r.key == "sg_set_scope")
+    entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose="C1, V1 and C2 of a pass in one "
+                               "sub-graph (SK-02-R4)" + (f"; {rec.when}" if rec.when else ""), source=f"{card.id} configuration"))
+    # the value is the plan's own cube tile (what the pseudocode sets); the card's [128,128]x3 is its starting point
+    rec = next(r for r in card.config if r.key == "tile_shapes.cube")
+    c1 = fit.cube["C1"]
+    planned = [list(c1.m), list(c1.k), list(c1.n)]
+    purpose = "one cube tile for C1 and C2, set once outside the loops (SK-02-R5)" + (f"; {rec.when}" if rec.when else "")
+    if planned != rec.value:
+        purpose += (f"; the card's {rec.value} with m = {c1.m[1]}: a pass holds q_tile {fit.q_tile} query rows "
+                    f"(heads of one KV group), aligned up to {c1.m[1]} for the cube (C-TILE-05); a 128-row m block "
+                    f"would pad {128 - fit.q_tile} of 128 rows"
+                    if c1.m[1] < 128 else f"; the card's {rec.value} resized to the plan's tiles (C-TILE-05)")
+    entries.append(ConfigEntry(key=rec.key, value=planned, status=rec.status, purpose=purpose,
+                               source=f"{card.id} configuration, C-TILE-05"))
     primary, outputs, module_count, module_reason, modules = _interfaces(spec, golden_module_count)
     rtol, atol = spec.tolerance
     loops = [
@@ -307,8 +329,12 @@ def _atoms(cat, norm: str) -> list[Choice]:
 
 def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
     primary, outputs = io_tensors(spec)
-    primary += [TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"),
-                TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32")]
+    # SK-02 reads the per-batch KV length as kv_act_seqs (cur_seq and its pypto.cond) whether seq_kv is
+    # varlen or not: it replaces io_tensors' actual_seq_kv, and io_tensors already lists topk_indices
+    primary = [t for t in primary if t.name != "actual_seq_kv"]
+    if not any(t.name == "topk_indices" for t in primary):
+        primary.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
+    primary.append(TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32"))
     out = outputs[0]
     module = Module(
         id=1, name=f"{spec.op_name}_sk02",
@@ -342,6 +368,6 @@ def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: Device
     out.append("index contract: slots past cur_seq are never used as keys (clamped to 0, outside valid_shape), so -1 there "
                "is a convention; every slot before cur_seq must be a valid position < kv_act_seqs[b]. An indexer that "
                "fills fewer slots than cur_seq breaks the kernel (the scaffold's golden follows the indices).")
-    out.append(f"expression expansion: {exp.max_per_op} per op against {exp.limit} (C-TILE-04 estimate; confirm with the "
-               "real compile).")
+    out.append(f"expression expansion: whole traced body {exp.body_total} against {exp.limit} (C-TILE-04 estimate on the "
+               f"whole body, largest op {exp.max_per_op}; confirm with the real compile).")
     return out

@@ -52,7 +52,7 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
         _item("stats_rows", 3 * rows * align, f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
               "SK-16-R2 l/m read from inputs, C-TILE-02 32 B tail"),
         _item("MM1_RESULTS", 2 * rows * tile * acc * nbuf, f"2 results (S, dP) x {rows} x {tile} x 4 x {nbuf} buffers",
-              "SK-16 C1, FAI static resources (domain.md §7)"),
+              "SK-16 C1, FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
         _item("P_DS_CAST", 2 * rows * tile * in_bytes, f"2 casts (P, dS) x {rows} x {tile} x {in_bytes} B",
               "SK-16-R9 cast before C2"),
         _item("MM2_RESULTS", 2 * rows * d64 * acc * nbuf, f"2 results (dQ, dK) x {rows} x Align64(head_dim) {d64} x 4 x {nbuf} buffers",
@@ -77,7 +77,7 @@ def l1_budget(device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Bu
         _item("q_k_v_do_tiles", 4 * tile * dk * b, f"4 tiles (Q, K, V, dO) x {tile} x kL1 {dk} x {b} B",
               "SK-16 C1/C2 operands, C-TILE-05 [L0, L1] tiles"),
         _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
-              "FAI MM2_LEFT_SIZE (domain.md §7), SK-16 C2 operands"),
+              "FAI example 49 MM2_LEFT_SIZE, SK-16 C2 operands"),
     ]
     return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
 

@@ -244,6 +244,13 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
                 # the framework wins over the card: its SIM does not survive the card's value
                 value, purpose = limit["max"], f"{purpose} Card value {rec.value}, capped at {limit['max']}: {limit['why']}."
                 source += f", PyPTO {api.release} (constraints/pypto_api_notes.yaml)"
+            if name == "max_workspace_kb":
+                # one measurement, not a formula: say so and how to size it for this SPEC
+                purpose = (f"{purpose} {value} KB is the figure measured on A3 for one shape of the reference backward "
+                           "(flash_attention_mha_grad_impl_a3.py), not derived from this SPEC's shapes; no source gives a "
+                           "formula. Size it from the workspace the real compile reports for the largest typical config "
+                           "and keep the larger of the two.")
+                source += ", one A3 measurement"
             config[group][name] = value
             entries.append(ConfigEntry(key=rec.key, value=value, status=rec.status, purpose=purpose, source=source))
     return config, entries
@@ -334,4 +341,8 @@ def _risks(spec: Spec, ub: Budget, tile: int, passes: int) -> list[str]:
         out.append("causal mask: Q tiles see different numbers of KV tiles (uneven per-core work); rows that see "
                    "no KV column need neutral forward statistics (m = 0, l = 1) or P becomes 0/0.")
     out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); a cast to the input dtype is the caller's.")
+    if spec.device == "a3":
+        out.append("runtime_options.max_workspace_kb is the card's single A3 measurement (one shape of the reference "
+                   "backward), used whatever this SPEC's shapes: re-size it from the real compile's workspace report "
+                   "for the largest typical config before trusting it.")
     return out
