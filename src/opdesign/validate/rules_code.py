@@ -131,11 +131,20 @@ def accumulators(program: Program) -> dict[str, set[int]]:
     ``acc += x``); a same-iteration rebinding (``o_fin = pypto.cast(o_fin, ...)``) is not one."""
     out: dict[str, set[int]] = {}
     carried_by: dict[int, set[str]] = {}
+    # what each name was computed from, transitively (``m_new = pypto.maximum(m_run, m_blk)``;
+    # ``o_old = pypto.view(o_run, ...)``): ``m_run[:] = m_new`` updates m_run from itself
+    source: dict[str, set[str]] = {}
     for node, loops in program.walk():
         s = node.stmt
-        if not loops or not isinstance(s, (ast.Assign, ast.AugAssign)):
+        if not isinstance(s, (ast.Assign, ast.AugAssign)):
             continue
         read = codeflow.names_in(s.value)
+        read |= {n for r in read for n in source.get(r, ())}
+        for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+            if isinstance(t, ast.Name):
+                source[t.id] = set(read)
+        if not loops:
+            continue
         for name, _sub in _targets(s):
             if name not in read and not isinstance(s, ast.AugAssign):
                 continue
