@@ -10,6 +10,7 @@ all mutations must be found; the rate is printed.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -85,10 +86,19 @@ def test_a_kernel_is_not_read_as_markdown() -> None:
     assert not [f for f in report.findings if f.rule.startswith(("OD-DOC", "OD-IF", "OD-NUM"))]
 
 
-def test_cli_validates_a_kernel_file_as_sarif(generated) -> None:
+def test_cli_validates_a_kernel_file_as_sarif(generated, tmp_path) -> None:
     res = run_cli("validate", "--format", "sarif", str(generated["sk16_backward_lm"]))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert '"results": []' in res.stdout.replace("\n", "").replace("  ", "") or '"results":[]' in res.stdout
+    assert json.loads(res.stdout)["runs"][0]["results"] == []
+    text = generated["sk16_backward_lm"].read_text(encoding="utf-8")
+    bad = tmp_path / "bwd_kernel.py"
+    bad.write_text(text.replace('name="LOOP_p1_s2"):', 'name="LOOP_p1_s2", unroll_List=[2]):'), encoding="utf-8")
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if 'name="LOOP_p1_s2"' in row)
+    res = run_cli("validate", "--format", "sarif", str(bad))
+    assert res.returncode == 1
+    results = json.loads(res.stdout)["runs"][0]["results"]
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
+        ("OD-PC-05", line)]
 
 
 # --- mutations -------------------------------------------------------------------------------------
@@ -164,6 +174,11 @@ MUTATIONS: list[tuple] = [
     ("gen:causal_gqa_fai", "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
      "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=4)", "OD-PC-03",
      "sg_set_scope=4"),
+    # view / assemble offsets have the tensor's rank (signature annotations, reshape shapes)
+    ("corpus:fwd_dense_bnsd_kernel", "pypto.assemble(o_4d, [b, h, q_off, 0], out)", "pypto.assemble(o_4d, [b, h, q_off], out)",
+     "OD-PC-05"),
+    ("gen:causal_gqa_tail", "q_t = pypto.view(q_2d, [Q_TILE, HEAD_DIM], [b * seq_q + q_off, h * HEAD_DIM]",
+     "q_t = pypto.view(q_2d, [Q_TILE, HEAD_DIM], [b, q_off, h, 0]", "OD-PC-05"),
     # views / assembles use the batch and head index
     ("corpus:fwd_dense_bnsd_kernel", "pypto.assemble(o_4d, [b, h, q_off, 0], out)",
      "pypto.assemble(o_4d, [b, 0, q_off, 0], out)", "OD-KN-05"),

@@ -20,6 +20,19 @@ none; C-LOOP-05 skips its block half). The skeleton a rule applies to is the fir
 of the module docstring (``bd.skeleton``); a kernel naming none is judged as an unknown skeleton
 (the SK-01 rules apply, as for a hand-written design without a selection).
 
+Per rule, on a lone ``.py`` (decided by what each rule reads; checked by running every corpus and
+generated kernel clean, tests/test_kernel_lint.py):
+
+- run as on a design: OD-PC-03 (scopes; SK-02's matmul-in-scope exception from the declared
+  skeleton), OD-PC-04, OD-PC-05 (always: a kernel file has no block that could name another
+  release), C-SYM-06, C-SYM-07, SK-01-R1 / R2 / R3 (accumulator names of the SK-01 card: oi, li, mi),
+  AT-17-R4 / SK-02-R3 / R5 / R6 / SK-16-R* when the docstring names that skeleton, OD-KN-01..07;
+- the code half only: C-LOOP-05 (the block's ``unroll_list`` is absent);
+- quiet: OD-PC-01 (no pseudocode chapter), OD-PC-02 (a .py that does not parse is OD-KN-01),
+  SK-01-P2 / P3 / P4 and SK-01-R7 / R8 (they need the block's ``form``, ``kv_cache``, ``quant``);
+- not run (``kernel=False``: the document, interface and number families): OD-DOC-*, OD-IF-*,
+  OD-NUM-*, C-TILE-*, SK-01-R6 (FP32 state in the block and tables; on code OD-KN-03 checks it).
+
 A file that does not parse is one OD-KN-01 finding at the syntax error's line; nothing else is
 checked (reading a real ``.py`` by indentation, as pseudocode is, would guess).
 """
