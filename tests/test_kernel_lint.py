@@ -112,7 +112,9 @@ MUTATIONS: list[tuple] = [
     ("corpus:sparse_topk_kernel", "                pypto.set_cube_tile_shapes([16, 16], [64, 64], [64, 64])\n"
      "                o = pypto.matmul(", "                o = pypto.matmul(", "OD-KN-02"),
     ("gen:dense_fa_8192", "                    pypto.set_cube_tile_shapes([128, 128], [128, 256], [128, 128])\n",
-     "", "OD-KN-02"),
+     "", "SK-01-R1"),
+    ("gen:sk16_backward_lm", "                    pypto.set_cube_tile_shapes([64, 64], [64, 64], [64, 64])\n"
+     "                    dv_blk", "                    dv_blk", "OD-KN-02"),
     ("gen:sparse_topk_2048", "                        pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])\n"
      "                        oij", "                        oij", "OD-KN-02"),
     ("gen:sparse_topk_2048", "                        pypto.set_vec_tile_shapes(8, 128)\n                        oij = pypto.div",

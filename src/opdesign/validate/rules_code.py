@@ -72,9 +72,10 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     sized for one stage: C1 ``Q K^T`` and C2 ``P V`` of attention differ in K and N, so one global cube
     TileShape is wrong for one of them. Matmuls of the same shape may share one (SK-16's ``S`` and
     ``dP``). A matmul with no ``set_cube_tile_shapes`` before it at all is reported too. Matmuls whose
-    operand shapes are unknown are not compared. SK-01 designs get the same for vector stages from
-    SK-01-R1; for other skeletons, a vector op right after a matmul with no ``set_vec_tile_shapes``
-    since that matmul is reported here.
+    operand shapes are unknown are not compared. In SK-01 code (or code of unknown skeleton) a matmul
+    that runs under a vector TileShape, or none, is SK-01-R1's finding, not repeated here; for other
+    skeletons this rule reports it, and a vector op right after a matmul with no
+    ``set_vec_tile_shapes`` since that matmul.
 
     Applies to kernel files, hand-written designs (no ``opdesign:`` block) and designs whose block
     names the release they target (``pypto: 0.2.0``), as OD-PC-05: the SK-02 card's notation sets the
@@ -84,27 +85,35 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
         return
     vec_rule = bd.rules_skeleton(ctx) is not FALLBACK  # the fallback (SK-01) has SK-01-R1 for vector stages
     group: list[tuple[tuple[str, ...] | None, int]] | None = None
-    need_vec = False
+    need_vec = vec_since_cube = False
     for node, _loops, state, flow in codeflow.walk(program):
         for call in node.calls():
             name = call_name(call)
             if name == "set_cube_tile_shapes":
                 group = []
-                need_vec = False
+                need_vec = vec_since_cube = False
             elif name == "set_vec_tile_shapes":
-                need_vec = False
+                need_vec, vec_since_cube = False, True
             elif name == "matmul" and dotted(call.func).startswith("pypto."):
                 line = program.call_line(call, node)
-                if group is None:
-                    yield Hit(line, "matmul with no set_cube_tile_shapes before it")
-                    group = []
+                vec_before = vec_since_cube
+                # SK-01-R1 already reports a matmul under a vector TileShape (or none) in SK-01 code
+                r1_reports = not vec_rule and (group is None or vec_before)
                 mkn = flow.matmul_mkn(call, state)
                 key = flow.dims_key(mkn) if mkn is not None else None
-                other = next(((k, at) for k, at in group if k is not None and key is not None and k != key), None)
-                if other is not None:
+                other = next(((k, at) for k, at in group or [] if k is not None and key is not None and k != key),
+                             None)
+                if r1_reports:
+                    pass
+                elif group is None:
+                    yield Hit(line, "matmul with no set_cube_tile_shapes before it")
+                elif vec_rule and vec_before:
+                    yield Hit(line, "matmul runs under the vector TileShape set since the last "
+                                    "set_cube_tile_shapes: set one before this stage")
+                elif other is not None:
                     yield Hit(line, f"matmul (M, K, N) = ({', '.join(key)}) shares the set_cube_tile_shapes of the "
                                     f"matmul at line {other[1]} ({', '.join(other[0])}): set one before each stage")
-                group.append((key, line))
+                group = (group or []) + [(key, line)]
                 need_vec = vec_rule
             elif need_vec and name in VECTOR_OPS and dotted(call.func).startswith("pypto."):
                 need_vec = False
