@@ -80,27 +80,50 @@ class Flow:
         self.program = program
         self.constants = program.constants
         self.dynamic: set[str] = set()
+        self._memo: dict[int, Value] = {}
+        self._scanned: dict[int, tuple[frozenset[str], bool]] = {}
         for node in program.nodes:
             s = node.stmt
             if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and call_name(s.value) == "dynamic":
                 self.dynamic |= {t.id for t in s.targets if isinstance(t, ast.Name)}
 
+    def clear(self) -> None:
+        """Forget the values of the current statement (the state changed)."""
+        self._memo.clear()
+        self._scanned.clear()
+
+    def _scan(self, expr: ast.AST, state: State) -> tuple[frozenset[str], bool]:
+        """(loop indices, symbolic) of an expression, from its names (memoised per statement)."""
+        key = id(expr)
+        if key in self._scanned:
+            return self._scanned[key]
+        if isinstance(expr, ast.Name):
+            known = state.get(expr.id)
+            deps = set(known.deps) if known is not None else set()
+            if expr.id in state.loop_vars:
+                deps.add(expr.id)
+            out = (frozenset(deps), bool(known is not None and known.symbolic) or expr.id in self.dynamic)
+        else:
+            deps, symbolic = set(), False
+            for child in ast.iter_child_nodes(expr):
+                d, sym = self._scan(child, state)
+                deps |= d
+                symbolic |= sym
+            out = (frozenset(deps), symbolic)
+        self._scanned[key] = out
+        return out
+
     def value(self, expr: ast.AST | None, state: State) -> Value:
         if expr is None:
             return Value()
-        deps: set[str] = set()
-        symbolic = False
-        for n in ast.walk(expr):
-            if isinstance(n, ast.Name):
-                known = state.get(n.id)
-                if n.id in state.loop_vars:
-                    deps.add(n.id)
-                if known is not None:
-                    deps |= known.deps
-                    symbolic |= known.symbolic
-                if n.id in self.dynamic:
-                    symbolic = True
-        out = Value(deps=frozenset(deps), symbolic=symbolic)
+        key = id(expr)
+        if key not in self._memo:
+            self._memo[key] = self._value(expr, state)
+        return self._memo[key]
+
+    def _value(self, expr: ast.AST, state: State) -> Value:
+        deps, symbolic = self._scan(expr, state)
+        out = Value(deps=deps, symbolic=symbolic)
         if isinstance(expr, ast.Name):
             known = state.get(expr.id)
             if known is not None:
@@ -246,6 +269,7 @@ def walk(program: Program) -> Iterator[tuple[Node, tuple[Node, ...], State, Flow
                         state.loop_vars[t.id] = node
                         state.values[t.id] = Value(symbolic=iter_value.symbolic and node.loop_kind != "loop_unroll",
                                                    deps=frozenset({t.id}) | iter_value.deps)
+            flow.clear()
             inner = loops + (node,) if node.loop_kind else loops
             yield from visit(node.body, inner)
 

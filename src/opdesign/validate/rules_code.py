@@ -299,9 +299,12 @@ def check_batch_head_offsets(ctx: Context) -> Iterator[Hit]:
     program = parsed_program(ctx)
     if program is None:
         return
+    roles: dict[int, str | None] = {}
     for node, loops, state, flow in codeflow.walk(program):
-        wanted = [(loop, role) for loop in loops if loop.loop_kind in ("pypto.loop", "loop_unroll")
-                  and (role := loop_role(loop)) in ("batch", "head")]
+        for loop in loops:
+            if id(loop) not in roles:
+                roles[id(loop)] = loop_role(loop) if loop.loop_kind in ("pypto.loop", "loop_unroll") else None
+        wanted = [(loop, roles[id(loop)]) for loop in loops if roles[id(loop)] in ("batch", "head")]
         if not wanted:
             continue
         for call in node.calls():
