@@ -19,9 +19,11 @@ Output is deterministic: sorted keys, ``yaml.safe_dump``.
 from __future__ import annotations
 
 import argparse
+import ast
 import enum
 import inspect
 import sys
+import textwrap
 import types
 from importlib import import_module, metadata
 from pathlib import Path
@@ -40,8 +42,11 @@ HEADER = """\
 # names after '*', required = names without default, var_positional / var_keyword
 # = takes *args / **kwargs (with var_keyword an unknown keyword is not by itself
 # an error; without it, it is). Any positional name may also be given by keyword
-# unless listed in positional_only. Value classes (Tensor, SymbolicScalar,
-# Element) list their methods/properties under value_classes.
+# unless listed in positional_only. var_keyword_names = the only keys a **kwargs
+# callable reads (from its source: kwargs.get/pop/[...] and **kwargs forwarded to
+# a pypto function with such a list); any other keyword is silently ignored.
+# Value classes (Tensor, SymbolicScalar, Element) list their methods/properties
+# under value_classes.
 """
 
 
@@ -89,6 +94,59 @@ def _signature(obj: Any) -> dict[str, Any]:
     if pos_only:
         out["positional_only"] = pos_only
     return {k: v for k, v in out.items() if v not in ([], None)}
+
+
+def _kwargs_names(obj: Any, seen: frozenset[str] = frozenset()) -> list[str] | None:
+    """The keys a ``**kwargs`` callable reads, from its source, or None when that is not closed.
+
+    Closed means every use of the ``**kwargs`` name is ``kwargs.get("k", ...)``, ``kwargs.pop("k", ...)``,
+    ``kwargs["k"]`` (read or write) or ``"k" in kwargs``, or ``**kwargs`` passed on to a module function
+    whose own keys are closed (``loop_unroll`` forwards to ``loop``). ``pypto.loop`` reads its options
+    with ``kwargs.get``, so a misspelt ``unroll_List=`` is silently ignored: the list lets a linter say so.
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(obj))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None or fn.args.kwarg is None:
+        return None
+    kw = fn.args.kwarg.arg
+    names: set[str] = set()
+    allowed: set[int] = set()
+    module = sys.modules.get(getattr(obj, "__module__", ""), None)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == kw:
+            key = node.args[0] if node.args else None
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            names.add(key.value)
+            allowed.add(id(node.func.value))
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == kw:
+            if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+                return None
+            names.add(node.slice.value)
+            allowed.add(id(node.value))
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and len(node.comparators) == 1 \
+                and isinstance(node.comparators[0], ast.Name) and node.comparators[0].id == kw:
+            names.add(str(node.left.value))
+            allowed.add(id(node.comparators[0]))
+        elif isinstance(node, ast.Call):
+            for k in node.keywords:
+                if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kw:
+                    callee = getattr(module, node.func.id, None) if isinstance(node.func, ast.Name) else None
+                    name = getattr(callee, "__qualname__", "")
+                    inner = _kwargs_names(callee, seen | {name}) if callee is not None and name not in seen else None
+                    if inner is None:
+                        return None
+                    names.update(inner)
+                    allowed.add(id(k.value))
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == kw and id(node) not in allowed:
+            return None  # another use (passed as a dict, iterated ...): not closed
+    return sorted(names)
 
 
 def _enum_members(cls: type) -> list[str] | None:
@@ -142,7 +200,12 @@ def describe(name: str, obj: Any) -> dict[str, Any] | None:
             return None
         if inspect.isbuiltin(obj) and not _is_pypto_object(obj):
             return None
-        return {"kind": "function", **_signature(obj)}
+        entry = {"kind": "function", **_signature(obj)}
+        if entry.get("var_keyword"):
+            keys = _kwargs_names(obj)
+            if keys is not None:
+                entry["var_keyword_names"] = keys
+        return entry
     if _is_pypto_object(obj) or type(obj).__module__.startswith("pypto"):
         text = repr(obj)
         if " object at 0x" in text:  # default repr: the address changes every run

@@ -15,6 +15,7 @@ The example's kind (``@rule(..., kind=...)``, default by family: see
   chapter of the minimal document; one without a heading continues the verification chapter, whose
   last lines are the design-check table ``| check | result | basis |`` (so table rows extend it) (which carries the generated block when the rule needs one).
 - ``document``: the whole DESIGN.md.
+- ``kernel``: a whole kernel ``.py``, validated as a file (``validate_kernel_text``); lines are its own.
 - ``api``: one Python expression calling ``validate_text`` / ``validate_paths`` with the names of
   :func:`api_names` (``design_text``, ``yaml_text``, ``op_dir``, ``with_kernel_blocks``).
 
@@ -36,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from opdesign.validate import Report, validate_paths, validate_text
+from opdesign.validate import Report, validate_kernel_text, validate_paths, validate_text
 from opdesign.validate.registry import Rule
 
 BASES = Path(__file__).resolve().parent / "fixtures" / "validate" / "_base"
@@ -259,6 +260,9 @@ def run(kind: str, snippet: str, needs_block: bool = False, interfaces: str | No
             report: Report = eval(snippet, {"__builtins__": {}}, api_names(Path(tmp)))  # noqa: S307 - test input
             return [(f.rule, f"{'interfaces' if f.file.endswith('.yaml') else 'design'}:{f.line}")
                     for f in report.findings]
+    if kind == "kernel":
+        report = validate_kernel_text(snippet.strip("\n") + "\n", "kernel.py")
+        return [(f.rule, f.line) for f in report.findings]
     built = build(kind, snippet, needs_block, interfaces)
     report = validate_text(built.design, "DESIGN.md", built.interfaces, "eval/module_interfaces.yaml")
     return [(f.rule, built.where("interfaces" if f.file.endswith(".yaml") else "design", f.line))

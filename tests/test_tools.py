@@ -333,10 +333,20 @@ def test_validate_design_on_a_generated_folder_a_file_and_inline_text(root):
     _call("new_design", {"spec_path": "specs/causal_gqa_tail.yaml", "out_dir": "op"}, root)
     report = _call("validate_design", {"design_path": "op"}, root)
     assert report["summary"]["error"] == 0, report["findings"]
-    assert report["files"] == ["op/DESIGN.md"]
+    assert report["files"] == ["op/DESIGN.md", "op/causal_gqa_tail_kernel.py"]  # a folder: design and kernel
     direct = validate_paths([root / "op"]).model_dump(mode="json")
     assert report == Root(root).scrub(direct)
     assert _call("validate_design", {"design_path": "op/DESIGN.md"}, root)["summary"]["error"] == 0
+    kernel = root / "op/causal_gqa_tail_kernel.py"
+    assert _call("validate_design", {"design_path": "op/causal_gqa_tail_kernel.py"}, root)["files"] == [
+        "op/causal_gqa_tail_kernel.py"]
+    source = kernel.read_text(encoding="utf-8")
+    kernel.write_text(source.replace("(q_len - q_off).min(Q_TILE)", "min(q_len - q_off, Q_TILE)"), encoding="utf-8")
+    mutated = _call("validate_design", {"design_path": "op/causal_gqa_tail_kernel.py"}, root)
+    line = source.splitlines().index("                q_valid = (q_len - q_off).min(Q_TILE)") + 1
+    assert [(f["rule"], f["file"], f["line"]) for f in mutated["findings"] if f["level"] == "error"] == [
+        ("OD-KN-04", "op/causal_gqa_tail_kernel.py", line)]
+    kernel.write_text(source, encoding="utf-8")
 
     text = (root / "op/DESIGN.md").read_text(encoding="utf-8")
     interfaces = (root / "op/eval/module_interfaces.yaml").read_text(encoding="utf-8")

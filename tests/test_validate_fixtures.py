@@ -18,7 +18,10 @@ RULE_DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and get_rule(p.na
 # Rules without an input that triggers them, and where they are tested instead.
 ENGINE_ONLY = {"OD-DOC-10": "test_validate_api.py::test_a_crashing_check_is_reported_not_raised",
                # the bases are frozen card-notation designs; the API rule's cases are per-rule case files
-               "OD-PC-05": "tests/fixtures/common/rules/OD-PC-05.yaml"}
+               "OD-PC-05": "tests/fixtures/common/rules/OD-PC-05.yaml",
+               # the code rules (kernel .py and pseudocode): per-rule case files and the kernel mutation test
+               **{f"OD-KN-0{n}": f"tests/fixtures/common/rules/OD-KN-0{n}.yaml, tests/test_kernel_lint.py"
+                  for n in range(1, 8)}}
 
 
 def test_every_rule_has_a_failing_fixture() -> None:

@@ -212,10 +212,14 @@ def golden_cmd(
 
 @app.command("validate")
 def validate_cmd(
-    paths: list[str] = typer.Argument(..., help="DESIGN.md files or operator folders (a folder means its DESIGN.md)"),
+    paths: list[str] = typer.Argument(..., help="DESIGN.md files, PyPTO kernel .py files or operator folders (a "
+                                               "folder means its DESIGN.md and its *_kernel.py / *_impl.py)"),
     fmt: str = typer.Option("text", "--format", help="text, json or sarif"),
 ) -> None:
-    """Check DESIGN.md files and their eval/module_interfaces.yaml against the rules (`opdesign rules`).
+    """Check DESIGN.md files (with their eval/module_interfaces.yaml) and PyPTO kernel .py files against the rules.
+
+    A kernel .py is read with Python's ast (file lines); the code rules run on it (`opdesign rules ID`
+    says which rules do).
 
     Exit 0 when no error-level finding, 1 when any, 2 when an input is unusable
     (missing, unreadable, binary, not UTF-8, larger than 256 KiB).

@@ -129,7 +129,8 @@ class ValidateDesignInput(ToolInput):
     })
 
     design_path: str | None = Field(None, min_length=1, max_length=4096,
-                                    description="a DESIGN.md or an operator folder, relative to the tool root")
+                                    description="a DESIGN.md, a PyPTO kernel .py or an operator folder (its "
+                                                "DESIGN.md and *_kernel.py / *_impl.py), relative to the tool root")
     text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
                              description="inline DESIGN.md text (instead of design_path)")
     interfaces_text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
@@ -233,7 +234,8 @@ DESIGN_TOOLS = (
         "validate_design",
         "Lint a DESIGN.md (design_path: the file or its operator folder, or inline text plus optional "
         "interfaces_text) against the document contract, interface wiring, constraint tables (C-TILE, C-LOOP, "
-        "C-SYM, C-DATA, C-API) and SK/AT card rules. Returns findings with rule id, level (error, warning, "
+        "C-SYM, C-DATA, C-API) and SK/AT card rules; a kernel .py path (or a folder's *_kernel.py) gets the "
+        "code rules on its own lines. Returns findings with rule id, level (error, warning, "
         "info), message, file and line; fix every error-level finding, then validate again.",
         ValidateDesignInput, _report_model, _validate_design,
     ),

@@ -5,6 +5,7 @@ Library API (the CLI and the agent tools call the same functions)::
     from opdesign.validate import validate_paths, validate_text
     report = validate_paths(["custom/my_op"])          # DESIGN.md + eval/module_interfaces.yaml
     report = validate_text(text, interfaces_text=yaml)  # in-memory text (agents)
+    report = validate_paths(["op/op_kernel.py"])        # a PyPTO kernel source (ast; file lines)
     report.findings  # [Finding(rule, level, message, file, line)], report.summary, report.exit_code
 
 Rules: :func:`opdesign.validate.collect.all_rules` (``opdesign rules`` lists them).
@@ -13,9 +14,9 @@ Rules: :func:`opdesign.validate.collect.all_rules` (``opdesign rules`` lists the
 from __future__ import annotations
 
 from opdesign.validate.collect import all_rules, get_rule
-from opdesign.validate.engine import MAX_INPUT_BYTES, validate_paths, validate_text
+from opdesign.validate.engine import MAX_INPUT_BYTES, validate_kernel_text, validate_paths, validate_text
 from opdesign.validate.model import Finding, Report, Summary
 from opdesign.validate.registry import Rule
 
 __all__ = ["MAX_INPUT_BYTES", "Finding", "Report", "Rule", "Summary", "all_rules", "get_rule", "validate_paths",
-           "validate_text"]
+           "validate_kernel_text", "validate_text"]

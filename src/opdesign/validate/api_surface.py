@@ -9,7 +9,9 @@ their real replacement, are in the hand-written ``constraints/pypto_api_notes.ya
 
 - ``name``: a ``pypto.*`` name the release does not have (``pypto.sg_set_scope``);
 - ``keyword``: a keyword a pypto function does not take, or too many positional
-  arguments (functions with ``**kwargs`` / ``*args`` accept anything there);
+  arguments (functions with ``**kwargs`` / ``*args`` accept anything there, except a
+  ``**kwargs`` whose read keys the manifest lists: ``pypto.loop(..., unroll_List=[4])`` is
+  silently ignored by the release, so it is reported);
 - ``method``: a method a PyPTO tensor or symbolic scalar does not have
   (``t.to_scalar()``, ``t.max(0)``); ``.min()`` / ``.max()`` on a symbolic scalar are legal;
 - ``rank``: ``view`` / ``assemble`` offsets (or a ``valid_shape``) whose length is
@@ -92,7 +94,10 @@ class _Checker:
     # --- calls -------------------------------------------------------------------------------
     def check_args(self, call: ast.Call, what: str, entry: dict[str, Any]) -> None:
         allowed = set(entry.get("positional", [])) | set(entry.get("keyword_only", []))
-        if not entry.get("var_keyword"):
+        # a **kwargs callable that reads only known keys (pypto.loop: kwargs.get) ignores any other one
+        read = entry.get("var_keyword_names")
+        allowed |= set(read or [])
+        if not entry.get("var_keyword") or read is not None:
             for kw in call.keywords:
                 if kw.arg is not None and kw.arg not in allowed:
                     self.hits.append(ApiHit(kw.value.lineno, "keyword", f"{what}() takes no keyword {kw.arg!r} "

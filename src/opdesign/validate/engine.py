@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse
+from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.prose import prose_pseudocode
 from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
@@ -118,6 +119,23 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
     return _suppress(doc.directives, list(dict.fromkeys(findings)), design)
 
 
+def _run_kernel(text: str, name: str) -> list[Finding]:
+    """Findings of a kernel ``.py`` (:mod:`opdesign.validate.kernel_source`): the rules with ``on_kernel``."""
+    try:
+        source = read_kernel(text)
+    except Exception as err:  # noqa: BLE001 - never a traceback
+        return [Finding(rule=INTERNAL_RULE, level="error", file=name, line=1,
+                        message=_one_line(f"kernel could not be read: {type(err).__name__}: {err}"))]
+    ctx = Context(doc=source.document, interfaces=None, interfaces_state="not_given", interfaces_problem="",
+                  interfaces_problem_line=1, program=source.program, declared_skeleton=source.skeleton,
+                  kernel=source)
+    findings: list[Finding] = []
+    for rule in all_rules().values():
+        if rule.on_kernel and (source.program is not None or rule.id == SYNTAX_RULE):
+            findings += _check(rule, ctx, name, name)
+    return list(dict.fromkeys(findings))
+
+
 def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
     try:
         hits = list(rule.check(ctx))
@@ -163,6 +181,15 @@ def _unusable(name: str, why: str) -> Finding:
     return Finding(rule=UNUSABLE_RULE, level="error", message=f"input unusable: {why}", file=name, line=1)
 
 
+def validate_kernel_text(text: str, name: str = "kernel.py") -> Report:
+    """Validate PyPTO kernel source held in memory (a ``.py``; see :mod:`opdesign.validate.kernel_source`)."""
+    try:
+        _check_text(text)
+    except Unusable as err:
+        return Report.build([name], [_unusable(name, str(err))])
+    return Report.build([name], _run_kernel(text, name))
+
+
 def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | None = None,
                   interfaces_name: str | None = None) -> Report:
     """Validate DESIGN.md text held in memory (the agent entry point).
@@ -197,16 +224,38 @@ def _read(path: Path) -> str:
     return decode(data)
 
 
-def _validate_file(given: str) -> tuple[str, list[Finding]]:
-    path = Path(given)
-    name = given
-    if path.is_dir():
-        path = path / DESIGN_NAME
-        name = str(path)
+def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
     try:
         text = _read(path)
     except Unusable as err:
-        return name, [_unusable(name, str(err))]
+        return [_unusable(name, str(err))]
+    return _run_kernel(text, name)
+
+
+def _kernel_files(folder: Path) -> list[Path]:
+    """The kernel sources of an operator folder (:data:`KERNEL_GLOBS`), sorted by name."""
+    found = {p for pattern in KERNEL_GLOBS for p in folder.glob(pattern) if p.is_file()}
+    return sorted(found)
+
+
+def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
+    """(files looked at, findings) of one argument: a DESIGN.md, a kernel ``.py`` or an operator folder
+    (its DESIGN.md with the interface file, and its kernel sources)."""
+    path = Path(given)
+    name = given
+    if path.suffix == ".py" and not path.is_dir():
+        return [name], _validate_kernel_file(path, name)
+    kernels: list[tuple[str, list[Finding]]] = []
+    if path.is_dir():
+        kernels = [(str(k), _validate_kernel_file(k, str(k))) for k in _kernel_files(path)]
+        path = path / DESIGN_NAME
+        name = str(path)
+    files = [name] + [k for k, _f in kernels]
+    extra = [f for _k, found in kernels for f in found]
+    try:
+        text = _read(path)
+    except Unusable as err:
+        return files, [_unusable(name, str(err))] + extra
     iface_path = path.parent.joinpath(*INTERFACES_PATH)
     iface_name = str(iface_path)
     if not iface_path.is_file():
@@ -216,19 +265,20 @@ def _validate_file(given: str) -> tuple[str, list[Finding]]:
             iface = _interfaces(_read(iface_path), "ok")
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return name, _run(text, name, iface_name, iface)
+    return files, _run(text, name, iface_name, iface) + extra
 
 
 def validate_paths(paths: Iterable[str | Path]) -> Report:
-    """Validate DESIGN.md files or operator directories (a directory means its DESIGN.md).
+    """Validate DESIGN.md files, kernel ``.py`` files or operator directories.
 
-    Each DESIGN.md is checked with the ``eval/module_interfaces.yaml`` beside it.
+    Each DESIGN.md is checked with the ``eval/module_interfaces.yaml`` beside it; a directory means
+    its DESIGN.md and its ``*_kernel.py`` / ``*_impl.py`` files (each finding names its file).
     ``Report.exit_code`` is 2 when an input is unusable, else 1 with any
     error-level finding, else 0.
     """
     files, findings = [], []
     for given in paths:
-        name, found = _validate_file(str(given))
-        files.append(name)
+        names, found = _validate_file(str(given))
+        files += names
         findings += found
     return Report.build(files, findings)

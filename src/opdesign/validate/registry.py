@@ -31,7 +31,7 @@ FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
 #: it (tests/rule_harness.py): pseudocode (the pseudocode fence), block (keys of the ``opdesign:``
 #: block), interfaces (keys of eval/module_interfaces.yaml), markdown (one chapter, heading included),
 #: document (the whole DESIGN.md) or api (a ``validate_text`` / ``validate_paths`` call).
-EXAMPLE_KINDS = ("pseudocode", "block", "interfaces", "markdown", "document", "api")
+EXAMPLE_KINDS = ("pseudocode", "block", "interfaces", "markdown", "document", "api", "kernel")
 #: The kind of a family's examples unless the rule says otherwise.
 DEFAULT_KIND = {"document": "markdown", "interfaces": "interfaces", "numbers": "block", "pseudocode": "pseudocode"}
 
@@ -58,6 +58,7 @@ class Rule:
     check: Callable[[Context], Iterable[Hit]] = field(compare=False, repr=False)
     needs_block: bool = False
     example_kind: str = "markdown"
+    on_kernel: bool = False  # also runs on a kernel .py (opdesign.validate.kernel_source)
 
     def as_row(self) -> dict[str, str]:
         """Row for ``opdesign rules``, same shape as ``catalog.rule_rows`` plus the family."""
@@ -67,7 +68,7 @@ class Rule:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "level": self.level, "family": self.family, "source": self.source,
                 "message": self.message, "explanation": self.explanation, "bad": self.bad, "good": self.good,
-                "needs_block": self.needs_block}
+                "needs_block": self.needs_block, "on_kernel": self.on_kernel}
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -83,11 +84,12 @@ def _example(text: str) -> str:
 
 
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
-         needs_block: bool = False, kind: str | None = None) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+         needs_block: bool = False, kind: str | None = None, kernel: bool | None = None) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
     """Register the decorated check as rule ``rule_id``; its docstring is the explanation.
 
     ``kind`` says what the ``bad`` / ``good`` examples are (:data:`EXAMPLE_KINDS`; default: the
-    family's, :data:`DEFAULT_KIND`).
+    family's, :data:`DEFAULT_KIND`). ``kernel`` says whether the rule also runs on a kernel ``.py``
+    (default: pseudocode-family rules do, the others do not; see :mod:`opdesign.validate.kernel_source`).
     """
     if family not in FAMILIES:
         raise ValueError(f"{rule_id}: unknown family {family!r}")
@@ -101,7 +103,8 @@ def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, 
         _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
                                   explanation=inspect.cleandoc(check.__doc__ or ""), bad=_example(bad),
                                   good=_example(good), check=check, needs_block=needs_block,
-                                  example_kind=example_kind)
+                                  example_kind=example_kind,
+                                  on_kernel=family == "pseudocode" if kernel is None else kernel)
         return check
 
     return register
@@ -157,6 +160,10 @@ class Context:
     interfaces_problem_line: int
     program: Program | None
     program_read: bool = False
+    #: set for a kernel ``.py``: the skeleton its module docstring names (None: not named)
+    declared_skeleton: str | None = None
+    #: set for a kernel ``.py``: its :class:`opdesign.validate.kernel_source.KernelSource`
+    kernel: Any = None
 
     def __getattribute__(self, name: str) -> Any:
         if name == "program":

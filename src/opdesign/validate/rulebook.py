@@ -110,7 +110,8 @@ def _check_text(entry: Entry) -> str:
     c = entry.check or {}
     return (f"{entry.id}  ({c['level']}, {c['family']} rule; source: {c['source']})"
             f"\n  {c['message']}\n\n{c['explanation']}\n\nbad:\n{_indent(c['bad'])}\n\ngood:\n{_indent(c['good'])}"
-            + ("\n\n(needs the opdesign block of the front matter)" if c["needs_block"] else ""))
+            + ("\n\n(needs the opdesign block of the front matter)" if c["needs_block"] else "")
+            + ("\n\n(also runs on kernel .py files: opdesign validate kernel.py / DIR)" if c.get("on_kernel") else ""))
 
 
 def explain_text(rule_id: str, value_lines: Any = None) -> str:

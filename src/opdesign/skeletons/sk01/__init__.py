@@ -47,6 +47,6 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
 SKELETON = Skeleton(
     id=ID, template_dir="sk01", applies=lambda spec: True, plan=estimate_sk01, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk01.rules", "opdesign.skeletons.sk01.rules_perf",
-                  "opdesign.skeletons.sk01.rules_variants"),
+                  "opdesign.skeletons.sk01.rules_variants", "opdesign.skeletons.sk01.rules_code"),
     rederive_budgets=rederive_budgets, rederive_expansion=rederive_expansion, ranked=True,
 )
