@@ -15,12 +15,11 @@ from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import (
     dotted,
-    is_constant_name,
-    is_static,
     keyword,
 )
 from opdesign.validate.scopes import scopes
 from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.values import declared_axes, is_dynamic
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
       "the pseudocode chapter has no fenced code block",
@@ -131,22 +130,18 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
             "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES), a constant\n"
             '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_range_bounds(ctx: Context) -> Iterator[Hit]:
-    """A Python ``range`` bound is an int literal or an UPPER_CASE module constant (or arithmetic of
-    those); anything else is treated as symbolic and needs ``pypto.loop``. The factor that
-    ``for idx, factor in pypto.loop_unroll(...)`` yields is a compile-time value within its path
-    (C-LOOP-05), so ``range(factor)`` inside that loop is static."""
+    """A Python ``range`` unrolls while the kernel is traced, so its bound is a compile-time int. A bound
+    that is dynamic (a ``pypto.loop`` index, a runtime length or argument, a value read out of a
+    tensor, a ``pypto.DYNAMIC`` axis: see :mod:`opdesign.validate.values`) needs ``pypto.loop``. Int
+    literals, constants of any case (``kv_tiles = 4``, ``block_num = s2_tile // 128``), and the factor
+    that ``for idx, factor in pypto.loop_unroll(...)`` yields (fixed within its path, C-LOOP-05) are
+    static; a bound the code cannot decide (the ``.shape`` of a tensor whose signature does not say
+    whether the axis is dynamic) is not reported."""
     if ctx.program is None:
         return
-    factors = {node.stmt.target.elts[1].id for node, _loops in ctx.program.walk()
-               if node.loop_kind == "loop_unroll" and isinstance(node.stmt.target, ast.Tuple)
-               and len(node.stmt.target.elts) == 2 and isinstance(node.stmt.target.elts[1], ast.Name)}
-    for node, loops in ctx.program.walk():
+    for node, _loops in ctx.program.walk():
         if node.loop_kind == "range":
-            unrolled = {loop.stmt.target.elts[1].id for loop in loops if loop.loop_kind == "loop_unroll"
-                        and isinstance(loop.stmt.target, ast.Tuple) and len(loop.stmt.target.elts) == 2
-                        and isinstance(loop.stmt.target.elts[1], ast.Name)} & factors
-            bad = [a for a in node.stmt.iter.args
-                   if not is_static(a) and not (isinstance(a, ast.Name) and a.id in unrolled)]
+            bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front))]
             if bad:
                 yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
 
@@ -156,8 +151,12 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
       bad='kj = pypto.view(k, [kv_valid, HEAD_DIM], [b_idx, kv_h, kv_off, 0])',
       good='kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])')
 def check_view_shapes(ctx: Context) -> Iterator[Hit]:
-    """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals or
-    UPPER_CASE constants. Symbols (valid lengths, offsets) go into the offsets and ``valid_shape``."""
+    """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals and
+    constants (``Q_TILE``, or a lower-case ``q_tile = 128``; static values as
+    :mod:`opdesign.validate.values` reads them, static axes of the signature included). Symbols (valid
+    lengths, offsets, loop indices) go into the offsets and ``valid_shape``. Only values known to be
+    dynamic are reported: a ``.shape`` item of an axis the code does not declare is a Python int in
+    PyPTO 0.2.0 when the axis is static."""
     if ctx.program is None:
         return
     for call, node, _loops in ctx.program.calls():
@@ -166,10 +165,8 @@ def check_view_shapes(ctx: Context) -> Iterator[Hit]:
         shape = call.args[1] if len(call.args) > 1 else keyword(call, "shape")
         if shape is None:
             continue
-        if isinstance(shape, (ast.List, ast.Tuple)):
-            bad = [e for e in shape.elts if not is_static(e)]
-        else:
-            bad = [] if isinstance(shape, ast.Name) and is_constant_name(shape.id) else [shape]
+        elts = shape.elts if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
+        bad = [e for e in elts if is_dynamic(ctx.program, e, declared_axes(ctx.front))]
         if bad:
             yield Hit(ctx.program.call_line(call, node),
                       f"pypto.view shape uses {', '.join(ast.unparse(e) for e in bad)}: shapes are compile-time ints")

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from opdesign.skeletons.sk02 import ID
 from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, allocation, call_name, is_static, keyword
+from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
+from opdesign.validate.values import declared_axes, is_dynamic
 from opdesign.validate.registry import Context, Hit, condition, rule
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
@@ -137,7 +138,7 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
     for call, node, loops in ctx.program.calls():
         if call_name(call) in ("set_cube_tile_shapes", "set_vec_tile_shapes") and loops:
             values = [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-            runtime = [ast.unparse(v) for v in values if not is_static(v)]
+            runtime = [ast.unparse(v) for v in values if is_dynamic(ctx.program, v, declared_axes(ctx.front))]
             if runtime:
                 yield Hit(ctx.program.call_line(call, node),
                           f"{call_name(call)} inside the loop at line {loops[-1].line} takes {', '.join(runtime)}: "
