@@ -108,7 +108,7 @@ def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
     except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"))]
-    return [Finding(rule=rule.id, level=rule.level, message=_one_line(h.message), line=max(1, h.line),
+    return [Finding(rule=rule.id, level=h.level or rule.level, message=_one_line(h.message), line=max(1, h.line),
                     file=iface_name if h.interfaces else design) for h in hits]
 
 

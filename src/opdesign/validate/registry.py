@@ -38,11 +38,14 @@ DEFAULT_KIND = {"document": "markdown", "interfaces": "interfaces", "numbers": "
 
 @dataclass(frozen=True)
 class Hit:
-    """What a check reports: a line and a message; ``interfaces`` marks a line of the interface file."""
+    """What a check reports: a line and a message; ``interfaces`` marks a line of the interface file.
+    ``level`` lowers one finding below its rule's level (a card rule that real kernels contradict in
+    a known case reports that case as a ``warning`` citing both); None: the rule's level."""
 
     line: int
     message: str
     interfaces: bool = False
+    level: Level | None = None
 
 
 @dataclass(frozen=True)

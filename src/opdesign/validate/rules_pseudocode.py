@@ -49,21 +49,35 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("OD-PC-03", "error", "pseudocode", "AT-21-R1, AT-21-R3, AT-21-R4",
-      "sg_set_scope(n) is not closed with sg_set_scope(-1) before a matmul, another scope or the loop end",
+      "sg_set_scope(n) is not closed with sg_set_scope(-1) before another scope, a pypto.loop boundary or "
+      "the end of the function (a matmul inside the scope: a warning)",
       bad=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
-           'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
+           "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"),
       good=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.set_pass_options(sg_set_scope=-1)\n'
-            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
+            "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"))
 def check_scopes(ctx: Context) -> Iterator[Hit]:
-    """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope
-    (a cube op in a vector scope fails with F41007 OP_SCOPE_ERROR), and a scope never crosses a loop
-    boundary. Reported at the line that opened the scope. SK-02 is the exception for matmuls: its
-    single pass keeps C1 + V1 + C2 in one ``sg_set_scope(2)`` sub-graph (SK-02 configuration)."""
+    """Every scope opened with ``pypto.set_pass_options(sg_set_scope=n)`` (or the card notation
+    ``sg_set_scope(n)``) is closed by scope ``-1`` before another scope opens, before a ``pypto.loop``
+    boundary is crossed (AT-21-R4) and by the end of the function; reported as an error at the line
+    that opened it. A Python ``range`` loop inside a scope (the page gather) is unrolled while tracing
+    and crosses no boundary.
+
+    A matmul inside an open scope is a warning, not an error: the card (AT-21-R1) keeps matmuls outside
+    any scope (a cube op in a vector scope failed with F41007 OP_SCOPE_ERROR), while real kernels for
+    the Ascend 950 open one mixed scope around C1, V1 and C2 (hicann/pypto
+    ``flash_attention_mha_impl.py`` scope 5001, ``sparse_flash_attention_quant_impl.py`` scope 20001,
+    under ``if pypto.platform.npuarch == 'DAV_3510'``). SK-02 keeps C1 + V1 + C2 in one
+    ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""
     if ctx.program is None:
         return
     sk = bd.rules_skeleton(ctx)
-    for line, value, why in scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope).unclosed:
+    info = scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope)
+    for line, value, why in info.unclosed:
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
+    for line, value, opened in info.cube_in_scope:
+        yield Hit(line, f"matmul inside sg_set_scope({value}) opened at line {opened}: AT-21-R1 keeps cube ops outside "
+                        "any scope (F41007), real Ascend 950 kernels (DAV_3510) use one mixed scope; check the target",
+                  level="warning")
 
 
 @rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
