@@ -21,6 +21,7 @@ from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
+from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
 from opdesign.validate.registry import Context
 
@@ -91,8 +92,11 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
         findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=programs[-1].fence.first_line,
                                 message=f"the pseudocode chapter has {kernel_blocks} kernel-like code blocks; only the "
                                         f"first {MAX_KERNELS} were checked"))
+    attention = is_attention_design(ctx)
     for rule in all_rules().values():
         if rule.needs_block and ctx.block is None:
+            continue
+        if rule.attention_only and not attention:
             continue
         ctx.program_read = False
         findings += _check(rule, ctx, design, iface_name)

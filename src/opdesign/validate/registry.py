@@ -61,6 +61,7 @@ class Rule:
     check: Callable[[Context], Iterable[Hit]] = field(compare=False, repr=False)
     needs_block: bool = False
     example_kind: str = "markdown"
+    attention_only: bool = False  # skipped on designs that are not attention (blockdata.is_attention_design)
 
     def as_row(self) -> dict[str, str]:
         """Row for ``opdesign rules``, same shape as ``catalog.rule_rows`` plus the family."""
@@ -70,7 +71,7 @@ class Rule:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "level": self.level, "family": self.family, "source": self.source,
                 "message": self.message, "explanation": self.explanation, "bad": self.bad, "good": self.good,
-                "needs_block": self.needs_block}
+                "needs_block": self.needs_block, "attention_only": self.attention_only}
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -86,11 +87,14 @@ def _example(text: str) -> str:
 
 
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
-         needs_block: bool = False, kind: str | None = None) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+         needs_block: bool = False, kind: str | None = None,
+         attention_only: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
     """Register the decorated check as rule ``rule_id``; its docstring is the explanation.
 
     ``kind`` says what the ``bad`` / ``good`` examples are (:data:`EXAMPLE_KINDS`; default: the
-    family's, :data:`DEFAULT_KIND`).
+    family's, :data:`DEFAULT_KIND`). ``attention_only``: the rule makes sense for attention operators
+    only and is skipped on a design that says it is not one (a matmul, layernorm or plain softmax:
+    :func:`opdesign.validate.blockdata.is_attention_design`).
     """
     if family not in FAMILIES:
         raise ValueError(f"{rule_id}: unknown family {family!r}")
@@ -104,7 +108,7 @@ def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, 
         _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
                                   explanation=inspect.cleandoc(check.__doc__ or ""), bad=_example(bad),
                                   good=_example(good), check=check, needs_block=needs_block,
-                                  example_kind=example_kind)
+                                  example_kind=example_kind, attention_only=attention_only)
         return check
 
     return register

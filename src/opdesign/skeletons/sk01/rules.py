@@ -43,7 +43,7 @@ def applies(ctx: Context) -> bool:
             'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)\npypto.set_vec_tile_shapes(16, 128)\n'
             'pij_c = pypto.cast(pypto.exp(sij), pypto.DT_BF16)\n'
             'pypto.set_cube_tile_shapes([128, 128], [128, 256], [128, 128])\n'
-            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
+            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'), attention_only=True)
 def check_tile_switch(ctx: Context) -> Iterator[Hit]:
     """A cube TileShape and a vector TileShape are two separate settings in PyPTO 0.2.0
     (``set_cube_tile_shapes`` and ``set_vec_tile_shapes`` write different keys, ``pypto/_controller.py``):
@@ -151,7 +151,7 @@ def _carried(line: int, what: str, setter: str, in_force: tuple | None, want: tu
       good=("for q_idx in pypto.loop(q_tiles, name='q_tile'):\n"
             '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
             "    for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n"
-            '        oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
+            '        oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'), attention_only=True)
 def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
     """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
     allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
@@ -192,7 +192,7 @@ def _carries_state(ctx: Context, kv) -> bool:
             '    if pypto.cond(pypto.is_loop_begin(kv_idx)):\n        oi[:] = oij\n'
             '    elif pypto.cond(pypto.is_loop_end(kv_idx)):\n'
             '        oi[:] = pypto.div(pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij)), li)\n    else:\n'
-            '        oi[:] = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'))
+            '        oi[:] = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'), attention_only=True)
 def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
     """The baseline form (or, without the block, a ``pypto.loop`` / ``loop_unroll`` KV loop that
     carries oi/li/mi) branches three ways on ``is_loop_begin`` / ``is_loop_end``: only tile, first
@@ -219,7 +219,7 @@ def check_three_way_branch(ctx: Context) -> Iterator[Hit]:
 @rule("SK-01-R6", "error", "numbers", "SK-01-R6 (AT-01-R1, C-API-05)",
       "an online-softmax accumulator (oi / li / mi) is not FP32",
       bad='opdesign:\n  accumulators: {mi: fp32, li: fp32, oi: bf16}',
-      good='opdesign:\n  accumulators: {mi: fp32, li: fp32, oi: fp32}')
+      good='opdesign:\n  accumulators: {mi: fp32, li: fp32, oi: fp32}', attention_only=True)
 def check_fp32_state(ctx: Context) -> Iterator[Hit]:
     """O, L and M stay FP32 across the whole KV loop; only the final normalised output is cast.
     Checked in the block's ``accumulators``, the dtype column of the state table, and the dtype of
@@ -256,7 +256,7 @@ def _dt_names(call: Any) -> list[str]:
            'kj = pypto.gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)'),
       good=('# opdesign: {skeleton: SK-01, kv_cache: paged}\nfor i in range(PAGES_PER_TILE):\n'
             '    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n'
-            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)'))
+            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)'), attention_only=True)
 def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
     """SK-01's paged variants are built on the zero-copy ``view`` + ``assemble`` page gather of AT-17;
     a ``gather_in_l1`` / ``gather_in_ub`` there leaves that path. The card and real kernels agree for

@@ -71,7 +71,7 @@ for _n, _text, _by in (
            '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {skeleton: SK-02}\n'
-            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'))
+            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'), attention_only=True)
 def check_single_pass(ctx: Context) -> Iterator[Hit]:
     """C1, V1 and C2 run once per root with a standard softmax (AT-02): no KV loop (the block's
     ``kv_loop`` is ``none``; no pseudocode loop whose bound counts KV tiles, whose ``name=`` is a KV
@@ -110,7 +110,7 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
       good=('opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n'
             '    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}\n'
             '    V2: {shape: [8, 128], dtype: fp32, view: [8, 128]}'),
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_whole_row(ctx: Context) -> Iterator[Hit]:
     """One pass covers the whole top-k row: ``S2_TILE`` (the block's ``kv_tile``) is at least the
     columns of V1's view (the ``[q_tile, topk]`` score row), and everything resident fits UB (the
@@ -124,7 +124,7 @@ def check_whole_row(ctx: Context) -> Iterator[Hit]:
       bad=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
            '    pypto.set_vec_tile_shapes(cur_seq, 128)'),
       good=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
-            '    pypto.set_vec_tile_shapes(8, 128)'))
+            '    pypto.set_vec_tile_shapes(8, 128)'), attention_only=True)
 def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
     """The card asks for the TileShapes to be set once, outside the loop, with compile-time values, so
     that they cannot drift between iterations or depend on runtime values. PyPTO 0.2.0 applies a
@@ -150,7 +150,7 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
       bad=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\n'
            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nif cur_seq > 0:\n'
-            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'))
+            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'), attention_only=True)
 def check_empty_skip(ctx: Context) -> Iterator[Hit]:
     """The first matmul of the pass sits under an ``if`` on the token's effective top-k: a token whose
     ``cur_seq`` is 0 skips the pass, and its rows keep the zeros the output was allocated with.
