@@ -15,6 +15,7 @@ from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import (
     dotted,
+    int_value,
     keyword,
 )
 from opdesign.validate.scopes import scopes
@@ -112,16 +113,21 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
-      "unroll_list has more than one value, or sits on a loop that is not the innermost",
+      "unroll_list has several factors but no 1 (not every iteration count is covered), or sits on a loop that "
+      "is not the innermost",
       bad=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):\n"
            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'),
       good=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
             '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_unroll(ctx: Context) -> Iterator[Hit]:
     """Start from one unroll factor (the block's ``unroll_list`` holds one value, or none when the design
-    unrolls no loop, e.g. SK-02; every ``unroll_list=`` in the pseudocode holds exactly one) and put it on the innermost ``pypto.loop`` only (a static Python
-    ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count). Further
-    factors are tuning candidates; a multi-value list must cover every iteration count."""
+    unrolls no loop, e.g. SK-02) and put ``unroll_list`` on the innermost ``pypto.loop`` only (a static
+    Python ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count).
+    In the pseudocode a list with several factors is what tuning leaves (real kernels ship
+    ``unroll_list=[8, 4, 2, 1]``, hicann/pypto ``glm_attention.py``); C-LOOP-05 asks such a list to
+    cover every iteration count, which it does when it holds the factor 1, so only a multi-value list
+    without 1 (``[4, 2]``), an empty list or a bare number is reported. A list passed in a name (a
+    kernel parameter) is not judged."""
     if ctx.block is not None:
         yield from bd.hits(ctx, checks.single_unroll(ctx.block))
     if ctx.program is None:
@@ -131,8 +137,15 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
         value = keyword(it, "unroll_list") if isinstance(it, ast.Call) else None
         if value is None:
             continue
-        if not isinstance(value, (ast.List, ast.Tuple)) or len(value.elts) != 1:
-            yield Hit(node.line, f"unroll_list={ast.unparse(value)} should hold exactly one factor")
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            factors = [int_value(e, ctx.program.constants) for e in value.elts]
+            if not factors:
+                yield Hit(node.line, f"unroll_list={ast.unparse(value)} is empty: give one factor")
+            elif len(factors) > 1 and 1 not in factors:
+                yield Hit(node.line, f"unroll_list={ast.unparse(value)} has several factors but no 1, so some "
+                                     "iteration counts have no matching factor: start from one factor")
+        elif isinstance(value, ast.Constant):
+            yield Hit(node.line, f"unroll_list={ast.unparse(value)} is not a list: give one factor, e.g. [1]")
         inner = [c for c, _l in ctx.program.walk(node.body) if c.loop_kind in ("pypto.loop", "loop_unroll")]
         if inner:
             yield Hit(node.line, f"unroll_list on a loop that is not the innermost pypto.loop (line {inner[0].line})")
