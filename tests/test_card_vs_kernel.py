@@ -33,6 +33,8 @@ def _levels(rule: str, case: dict) -> list[tuple[int | str, str]]:
     ("sk01/rules/SK-01-R1.yaml", "fails", "SK-01-R1", [(5, "warning")]),
     ("sk01/rules/SK-01-R1.yaml", "c2_on_the_c1_tile_fails", "SK-01-R1", [(6, "error")]),
     ("sk01/rules/SK-01-R1.yaml", "no_tile_shape_at_all_fails", "SK-01-R1", [(1, "error"), (2, "error")]),
+    ("common/rules/OD-PC-04.yaml", "never_set_warns", "OD-PC-04", [(3, "warning")]),
+    ("common/rules/OD-PC-04.yaml", "fails", "OD-PC-04", [(4, "error")]),
 ])
 def test_finding_level(path: str, name: str, rule: str, want: list) -> None:
     assert _levels(rule, _case(path, name)) == want

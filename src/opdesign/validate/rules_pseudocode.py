@@ -82,18 +82,31 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
-      "set_operation_options(combine_axis=True) is not the first statement of the kernel body",
+      "set_operation_options(combine_axis=True) is set after the kernel's first PyPTO operation (never set: a warning)",
       bad=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+           '    q_2d = pypto.reshape(q, [ROWS, HEAD_DIM])\n'
+           '    pypto.experimental.set_operation_options(combine_axis=True)\n'
            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
       good=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+            '    head_dim = q.shape[-1]\n'
             '    pypto.experimental.set_operation_options(combine_axis=True)\n'
-            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"), attention_only=True)
+            '    q_2d = pypto.reshape(q, [ROWS, HEAD_DIM])\n'
+            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
+      attention_only=True)
 def check_combine_axis(ctx: Context) -> Iterator[Hit]:
-    """``pypto.experimental.set_operation_options(combine_axis=True)`` opens the jit body (it inlines
-    tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the ``jit``-decorated function,
-    else the first function with a loop. The option is part of the attention skeletons' configuration
-    (SK-01, SK-02, SK-16 cards); real layernorm, softmax and matmul kernels do without it
-    (hicann/pypto ``examples/``), so the rule is skipped on a design that is not attention."""
+    """``pypto.experimental.set_operation_options(combine_axis=True)`` is set before the kernel's first
+    PyPTO operation (it inlines tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the
+    ``jit``-decorated function, else the first function with a loop. The option is part of the
+    attention skeletons' configuration (SK-01, SK-02, SK-16 cards); real layernorm, softmax and matmul
+    kernels do without it (hicann/pypto ``examples/``), so the rule is skipped on a design that is not
+    attention.
+
+    The card says "first statement"; real kernels compute Python values first (``head_dim =
+    q.shape[2]``, tile constants) and set the option after them (hicann/pypto
+    ``flash_attention_mha_impl.py``), which changes nothing, so statements without a PyPTO operation
+    (assignments, TileShape and pass options) may come before it. Set after an operation: an error.
+    Not set at all: a warning, since the card requires it but real attention kernels run without it
+    (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""
     program = ctx.program
     if program is None:
         return
@@ -103,13 +116,35 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     body = [n for n in program.kernel.body
             if not (isinstance(n.stmt, ast.Expr) and isinstance(n.stmt.value, ast.Constant)
                     and isinstance(n.stmt.value.value, str))]
-    first = body[0] if body else None
-    calls = first.calls() if first is not None and isinstance(first.stmt, ast.Expr) else []
-    ok = any(isinstance(keyword(c, "combine_axis"), ast.Constant) and keyword(c, "combine_axis").value is True
-             for c in calls)
-    if not ok:
-        where = first.line if first is not None else program.kernel.line
-        yield Hit(where, "the first statement of the kernel body is not set_operation_options(combine_axis=True)")
+    calls = [(c, n) for n, _loops in program.walk(body) for c in n.calls()]
+    first_op = next((program.call_line(c, n) for c, n in calls if _is_operation(c)), None)
+    where = next((program.call_line(c, n) for c, n in calls if _sets_combine_axis(c)), None)
+    if where is None:
+        line = body[0].line if body else program.kernel.line
+        yield Hit(line, "the kernel never sets set_operation_options(combine_axis=True): the SK card requires it "
+                        "(real kernels without tail-axis broadcasts run without it)", level="warning")
+    elif first_op is not None and first_op < where:
+        yield Hit(where, f"combine_axis=True is set after the first PyPTO operation (line {first_op}): "
+                         "set it before any operation of the kernel body")
+
+
+#: pypto calls that configure or steer instead of compute: they may come before ``combine_axis``.
+_CONFIG_PREFIXES = ("set_", "get_", "is_")
+_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit"})
+
+
+def _sets_combine_axis(call: ast.Call) -> bool:
+    value = keyword(call, "combine_axis")
+    return isinstance(value, ast.Constant) and value.value is True
+
+
+def _is_operation(call: ast.Call) -> bool:
+    """A ``pypto.*`` call that computes (not a setting, a loop or a condition)."""
+    name = dotted(call.func)
+    if not name.startswith(("pypto.", "pp.")) or _sets_combine_axis(call):
+        return False
+    last = name.rpartition(".")[2]
+    return not last.startswith(_CONFIG_PREFIXES) and last not in _CONTROL
 
 
 @rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
