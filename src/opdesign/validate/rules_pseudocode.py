@@ -84,7 +84,7 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
 @rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
       "set_operation_options(combine_axis=True) is set after the kernel's first PyPTO operation (never set: a warning)",
       bad=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
-           '    q_2d = pypto.reshape(q, [ROWS, HEAD_DIM])\n'
+           '    q_s = pypto.mul(q, SCALE)\n'
            '    pypto.experimental.set_operation_options(combine_axis=True)\n'
            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
       good=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
@@ -102,9 +102,10 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     attention.
 
     The card says "first statement"; real kernels compute Python values first (``head_dim =
-    q.shape[2]``, tile constants) and set the option after them (hicann/pypto
-    ``flash_attention_mha_impl.py``), which changes nothing, so statements without a PyPTO operation
-    (assignments, TileShape and pass options) may come before it. Set after an operation: an error.
+    q.shape[2]``, tile constants, 2-D ``reshape`` of the inputs) and set the option after them
+    (hicann/pypto ``flash_attention_mha_impl.py``), which changes nothing, so statements without a
+    computing PyPTO operation (assignments, TileShape and pass options, ``reshape`` / ``view``) may
+    come before it. Set after an operation: an error.
     Not set at all: a warning, since the card requires it but real attention kernels run without it
     (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""
     program = ctx.program
@@ -130,7 +131,7 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
 
 #: pypto calls that configure or steer instead of compute: they may come before ``combine_axis``.
 _CONFIG_PREFIXES = ("set_", "get_", "is_")
-_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit"})
+_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit", "reshape", "view"})  # + layout-only ops
 
 
 def _sets_combine_axis(call: ast.Call) -> bool:
@@ -139,7 +140,8 @@ def _sets_combine_axis(call: ast.Call) -> bool:
 
 
 def _is_operation(call: ast.Call) -> bool:
-    """A ``pypto.*`` call that computes (not a setting, a loop or a condition)."""
+    """A ``pypto.*`` call that computes: not a setting, a loop, a condition or a layout-only ``reshape`` /
+    ``view`` (no broadcast; real kernels reshape their inputs to 2-D before setting the option)."""
     name = dotted(call.func)
     if not name.startswith(("pypto.", "pp.")) or _sets_combine_axis(call):
         return False
