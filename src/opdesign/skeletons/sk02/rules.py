@@ -126,13 +126,18 @@ def check_whole_row(ctx: Context) -> Iterator[Hit]:
       good=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
             '    pypto.set_vec_tile_shapes(8, 128)'), attention_only=True)
 def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
-    """The card asks for the TileShapes to be set once, outside the loop, with compile-time values, so
-    that they cannot drift between iterations or depend on runtime values. PyPTO 0.2.0 applies a
-    TileShape to the ops that follow it, and a pass whose gather, C1, V1 and C2 need different tiles
-    switches them per stage inside the loop body, as real kernels and opdesign's generated SK-02 kernel
-    do (a gather tiled with the V1 tile failed the 0.2.0 SIM with F7A001). Where the card and the
-    framework disagree the framework wins: a TileShape set inside a loop is fine when every value is a
-    compile-time constant; a value that can change per iteration (a loop index, a length) is reported."""
+    """The card (SK-02-R5) asks for the TileShapes to be set once, outside the loop, with compile-time
+    values, so that they cannot drift between iterations or depend on runtime values (its consequence:
+    C-TILE-06). A TileShape inside a loop that takes a value which can change per iteration (a loop
+    index, a runtime length: :mod:`opdesign.validate.values`) is reported.
+
+    Compile-time TileShapes set inside the loop are where the card's wording and real code disagree,
+    and they are not reported: PyPTO 0.2.0 applies a TileShape to the ops that follow it, and real
+    single-pass kernels switch constant TileShapes per stage inside the loop body (hicann/pypto
+    ``sparse_compress_flash_attention_impl.py``, ``win_attention_impl.py``); opdesign's generated
+    SK-02 kernel does too, because a gather tiled with the V1 tile failed the 0.2.0 SIM with F7A001.
+    Constant values cannot drift, so the card's consequence does not arise; lower-case int constants
+    (``v1_tile = [8, 2048]``) count as constant."""
     if not _sk02(ctx) or ctx.program is None:
         return
     for call, node, loops in ctx.program.calls():
