@@ -3,13 +3,13 @@ C-SYM-06, C-SYM-07, C-TILE-06 and SK-02-R5 rules use.
 
 A value is
 
-- ``static`` when it is known while the kernel is traced: an int literal, an UPPER_CASE module
-  constant that is never rebound, a name (of any case) every binding of which is static (``q_tile =
-  128``, ``c1_tile = [[128, 128], [128, 128], [128, 128]]``, ``s2_tile = 4 * q_tile``, a parameter
-  default ``cmp_r=1``, a tuple unpack of ints, the index of a Python ``range`` over a static
-  bound, the unroll factor of ``pypto.loop_unroll``), an item of a static list, a ``.shape[i]`` of an
-  axis the signature declares static (an int or ``pypto.STATIC``), or ``min`` / ``max`` / arithmetic of
-  static values;
+- ``static`` when it is known while the kernel is traced: an int literal, an UPPER_CASE name the code
+  never binds (a module constant of the card notation: ``Q_TILE``), a name (of any case) every binding
+  of which is static (``q_tile = 128``, ``c1_tile = [[128, 128], [128, 128], [128, 128]]``, ``s2_tile
+  = 4 * q_tile``, a parameter default ``cmp_r=1`` or ``: int`` annotation, a tuple unpack of ints, the
+  index of a Python ``range`` over a static bound, the unroll factor of ``pypto.loop_unroll``), an item
+  of a static list, a ``.shape[i]`` of an axis the signature declares static (an int or
+  ``pypto.STATIC``), or ``min`` / ``max`` / arithmetic of static values;
 - ``dynamic`` when it can change per launch or per iteration: the index of a ``pypto.loop`` /
   ``loop_unroll``, an element read out of a tensor (``lengths[b]`` of a ``pypto.Tensor`` parameter
   or of a name the code never binds, or anything indexed by a dynamic value), a ``pypto.*`` call
@@ -295,5 +295,9 @@ def declared_axes(front: dict) -> frozenset[str]:
 
 def is_dynamic(program: Program, expr: ast.AST, declared: frozenset[str] = frozenset()) -> bool:
     """True when ``expr`` is known to change per launch or per iteration (see the module docstring);
-    ``declared``: the design's dynamic axis names (:func:`declared_axes`)."""
-    return read_values(program, declared).kind(expr) == DYNAMIC
+    ``declared``: the design's dynamic axis names (:func:`declared_axes`). A chain of bindings too deep
+    to follow is not known to be dynamic."""
+    try:
+        return read_values(program, declared).kind(expr) == DYNAMIC
+    except RecursionError:
+        return False
