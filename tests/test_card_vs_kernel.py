@@ -35,6 +35,8 @@ def _levels(rule: str, case: dict) -> list[tuple[int | str, str]]:
     ("sk01/rules/SK-01-R1.yaml", "no_tile_shape_at_all_fails", "SK-01-R1", [(1, "error"), (2, "error")]),
     ("common/rules/OD-PC-04.yaml", "never_set_warns", "OD-PC-04", [(3, "warning")]),
     ("common/rules/OD-PC-04.yaml", "fails", "OD-PC-04", [(4, "error")]),
+    ("sk16/rules/SK-16-R4.yaml", "kernel_without_host_code_warns", "SK-16-R4", [(4, "warning")]),
+    ("sk16/rules/SK-16-R4.yaml", "fails", "SK-16-R4", [(4, "error")]),
 ])
 def test_finding_level(path: str, name: str, rule: str, want: list) -> None:
     assert _levels(rule, _case(path, name)) == want
