@@ -39,7 +39,7 @@ def kernel(q: pypto.Tensor((S, 128), pypto.DT_BF16), k: pypto.Tensor([pypto.DYNA
 
 def _kinds() -> dict[str, str]:
     program = _read(Fence("python", KERNEL, 1, "pseudocode"))
-    values = read_values(program, frozenset({"batch"}))
+    values = read_values(program, frozenset({"batch"})).functions["kernel"]
     names = ["Q_TILE", "m_tile", "c1_tile", "g_tile", "d_tile", "s2_tile", "cmp_r", "topk", "rows", "dim", "blk",
              "heads", "b_idx", "cur", "valid", "i", "page", "base", "factor", "step", "batch", "S"]
     return {n: values.name_kind(n) for n in names}
@@ -59,13 +59,34 @@ def test_name_kind(name: str, kind: str) -> None:
 
 def test_indexed_items_and_reshape_axes() -> None:
     program = _read(Fence("python", KERNEL, 1, "pseudocode"))
-    values = read_values(program)
+    values = read_values(program).functions["kernel"]
     expr = lambda text: ast.parse(text, mode="eval").body  # noqa: E731
     assert values.kind(expr("c1_tile[1][0]")) == STATIC
     assert values.kind(expr("k_2d.shape[1]")) == STATIC  # the reshape's literal 512
     assert values.kind(expr("k_2d.shape[0]")) == DYNAMIC  # k's first axis is pypto.DYNAMIC
     assert values.kind(expr("lens[0]")) == DYNAMIC  # an element of a runtime tensor
     assert values.kind(expr("min(m_tile, 64)")) == STATIC
+
+
+def test_names_are_read_per_function() -> None:
+    # a torch golden's ``idx`` (a Python list item) is not the kernel's ``idx`` (a pypto.loop index)
+    text = (
+        "def golden(block_num_per_batch):\n"
+        "    for idx in block_num_per_batch:\n"
+        "        for j in range(idx):\n"
+        "            pass\n"
+        "\n"
+        "@pypto.frontend.jit()\n"
+        "def kernel(q, k):\n"
+        "    for idx in pypto.loop(batch, name='batch'):\n"
+        "        kj = pypto.view(k, [idx, 64], [0, 0])\n"
+    )
+    program = _read(Fence("python", text, 1, "pseudocode"))
+    scoped = read_values(program)
+    assert scoped.functions["golden"].name_kind("idx") == UNKNOWN
+    assert scoped.functions["kernel"].name_kind("idx") == DYNAMIC
+    loops = [n for n, _l in program.walk() if n.loop_kind == "range"]
+    assert not is_dynamic(program, loops[0].stmt.iter.args[0], node=loops[0])
 
 
 def test_declared_axes_and_deep_chains() -> None:

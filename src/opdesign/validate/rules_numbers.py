@@ -203,7 +203,7 @@ def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
             continue
         args = [e for a in call.args for e in (getattr(a, "elts", None) or [a])]
         bad = [a for a in args if not (isinstance(a, ast.Constant) and isinstance(a.value, bool))
-               and is_dynamic(ctx.program, a, declared_axes(ctx.front))]
+               and is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
         if bad:
             names = ", ".join(ast.unparse(a) for a in bad)
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")

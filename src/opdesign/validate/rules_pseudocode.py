@@ -207,7 +207,7 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
         return
     for node, _loops in ctx.program.walk():
         if node.loop_kind == "range":
-            bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front))]
+            bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
             if bad:
                 yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
 
@@ -232,7 +232,7 @@ def check_view_shapes(ctx: Context) -> Iterator[Hit]:
         if shape is None:
             continue
         elts = shape.elts if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
-        bad = [e for e in elts if is_dynamic(ctx.program, e, declared_axes(ctx.front))]
+        bad = [e for e in elts if is_dynamic(ctx.program, e, declared_axes(ctx.front), node)]
         if bad:
             yield Hit(ctx.program.call_line(call, node),
                       f"pypto.view shape uses {', '.join(ast.unparse(e) for e in bad)}: shapes are compile-time ints")

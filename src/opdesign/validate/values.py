@@ -26,8 +26,8 @@ A value is
   axis and a ``SymbolicScalar`` only for a dynamic one (``pypto/tensor.py``, ``Tensor.shape``), so a
   shape-derived value without a signature to say which can be either.
 
-Names are read over the whole program (a name bound in two functions is static only when both
-bindings are); a value read before a loop index changes it is not tracked.
+Names are read per top-level function (a function reads the module's names it does not bind) and,
+within one, flow-insensitively: a name bound twice is static only when both bindings are.
 """
 
 from __future__ import annotations
@@ -56,15 +56,25 @@ class Values:
 
     bindings: dict[str, list[ast.expr | str]] = field(default_factory=dict)  # name -> exprs or fixed kinds
     dynamic_dims: set[str] = field(default_factory=set)  # pypto.frontend.dynamic(...) names, declared axes
+    parent: Values | None = None  # a function's scope reads the module's names it does not bind itself
     _memo: dict[str, str] = field(default_factory=dict)
 
     def bind(self, name: str, value: ast.expr | str) -> None:
         self.bindings.setdefault(name, []).append(value)
 
+    def lookup(self, name: str) -> list[ast.expr | str] | None:
+        """The bindings of ``name`` in this scope, else in the enclosing one(s); None when unbound."""
+        values = self.bindings.get(name)
+        if values:
+            return values
+        return self.parent.lookup(name) if self.parent is not None else None
+
     def name_kind(self, name: str) -> str:
         if name in self.dynamic_dims:
             return DYNAMIC
         values = self.bindings.get(name)
+        if not values and self.parent is not None:
+            return self.parent.name_kind(name)
         if not values:
             return STATIC if is_constant_name(name) else DYNAMIC
         memo = self._memo.get(name, _UNSET)
@@ -105,7 +115,7 @@ class Values:
         base, index = expr.value, expr.slice
         if isinstance(base, ast.Attribute) and base.attr == "shape":
             return self._shape(base.value, index)
-        bound = self.bindings.get(base.id) if isinstance(base, ast.Name) else None
+        bound = self.lookup(base.id) if isinstance(base, ast.Name) else None
         if bound and all(isinstance(b, ast.Attribute) and b.attr == "shape" for b in bound):
             return join([self._shape(b.value, index) for b in bound])  # shape_k = k.shape; shape_k[3]
         if isinstance(base, ast.Name) and not bound and not is_constant_name(base.id):
@@ -127,7 +137,7 @@ class Values:
         if isinstance(expr, (ast.List, ast.Tuple)):
             return list(expr.elts)
         if isinstance(expr, ast.Name):
-            values = self.bindings.get(expr.id) or []
+            values = self.lookup(expr.id) or []
             if len(values) == 1 and isinstance(values[0], (ast.List, ast.Tuple)):
                 return list(values[0].elts)
         return None
@@ -145,7 +155,7 @@ class Values:
         """``t.shape`` / ``t.shape[i]``: the declared axis of every binding of ``t`` (its parameter's
         ``pypto.Tensor([...])`` annotation, or the shape list of the ``reshape`` / ``view`` / ``tensor``
         that built it), else unknown."""
-        bound = self.bindings.get(tensor.id) if isinstance(tensor, ast.Name) else None
+        bound = self.lookup(tensor.id) if isinstance(tensor, ast.Name) else None
         if not bound:
             return UNKNOWN
         kinds = []
@@ -255,35 +265,65 @@ def _function(values: Values, node: Node) -> None:
             values.bind(extra.arg, UNKNOWN)
 
 
-def read_values(program: Program, declared: frozenset[str] = frozenset()) -> Values:
-    """The :class:`Values` of a program, with the design's ``declared`` dynamic axis names (its front
-    matter's ``dynamic_axes``: dynamic wherever they appear); computed once per set and kept on it."""
+@dataclass
+class ProgramValues:
+    """A program's values by scope: the module's, and one :class:`Values` per top-level function
+    (reading the module's names it does not bind), so that a ``q`` or ``idx`` of a torch helper is not
+    the kernel's."""
+
+    module: Values
+    functions: dict[str, Values]
+    by_node: dict[int, Values]
+
+    def at(self, node: Node | None) -> Values:
+        """The scope a statement belongs to (the module's for a statement outside every function)."""
+        return self.by_node.get(id(node), self.module) if node is not None else self.module
+
+
+def _bind_statement(values: Values, node: Node) -> None:
+    stmt = node.stmt
+    if isinstance(stmt, ast.Assign):
+        if isinstance(stmt.value, ast.Call) and dotted(stmt.value.func).endswith(("frontend.dynamic", "pypto.dynamic")):
+            values.dynamic_dims |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        for target in stmt.targets:
+            _bind_target(values, target, stmt.value)
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        _bind_target(values, stmt.target, stmt.value)
+    elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        values.bind(stmt.target.id, stmt.value)
+    elif node.loop_kind is not None:
+        _loop_target(values, node)
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        _function(values, node)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                _bind_target(values, item.optional_vars, UNKNOWN)
+
+
+def read_values(program: Program, declared: frozenset[str] = frozenset()) -> ProgramValues:
+    """The :class:`ProgramValues` of a program, with the design's ``declared`` dynamic axis names (its
+    front matter's ``dynamic_axes``: dynamic wherever they appear); computed once per set and kept on it."""
     cache = program._values if isinstance(program._values, dict) else {}
     if declared in cache:
         return cache[declared]
-    values = Values(dynamic_dims=set(declared))
-    for node, _loops in program.walk():
-        stmt = node.stmt
-        if isinstance(stmt, ast.Assign):
-            if isinstance(stmt.value, ast.Call) and dotted(stmt.value.func).endswith(("frontend.dynamic", "pypto.dynamic")):
-                values.dynamic_dims |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-            for target in stmt.targets:
-                _bind_target(values, target, stmt.value)
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            _bind_target(values, stmt.target, stmt.value)
-        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            values.bind(stmt.target.id, stmt.value)
-        elif node.loop_kind is not None:
-            _loop_target(values, node)
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _function(values, node)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    _bind_target(values, item.optional_vars, UNKNOWN)
-    cache[declared] = values
+    module = Values(dynamic_dims=set(declared))
+    result = ProgramValues(module=module, functions={}, by_node={})
+    for top in program.nodes:
+        if top.kind == "def" and isinstance(top.stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = Values(dynamic_dims=set(declared), parent=module)
+            result.functions.setdefault(top.stmt.name, scope)
+            _function(scope, top)
+            result.by_node[id(top)] = scope
+            for node, _loops in program.walk(top.body):
+                result.by_node[id(node)] = scope
+                _bind_statement(scope, node)
+        else:
+            for node, _loops in program.walk([top]):
+                _bind_statement(module, node)
+    cache[declared] = result
     program._values = cache
-    return values
+    return result
 
 
 def declared_axes(front: dict) -> frozenset[str]:
@@ -293,11 +333,12 @@ def declared_axes(front: dict) -> frozenset[str]:
         if isinstance(axes, list) else frozenset()
 
 
-def is_dynamic(program: Program, expr: ast.AST, declared: frozenset[str] = frozenset()) -> bool:
-    """True when ``expr`` is known to change per launch or per iteration (see the module docstring);
-    ``declared``: the design's dynamic axis names (:func:`declared_axes`). A chain of bindings too deep
-    to follow is not known to be dynamic."""
+def is_dynamic(program: Program, expr: ast.AST, declared: frozenset[str] = frozenset(),
+               node: Node | None = None) -> bool:
+    """True when ``expr`` (in statement ``node``, whose function's names are read) is known to change per
+    launch or per iteration (see the module docstring); ``declared``: the design's dynamic axis names
+    (:func:`declared_axes`). A chain of bindings too deep to follow is not known to be dynamic."""
     try:
-        return read_values(program, declared).kind(expr) == DYNAMIC
+        return read_values(program, declared).at(node).kind(expr) == DYNAMIC
     except RecursionError:
         return False

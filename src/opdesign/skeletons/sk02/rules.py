@@ -143,7 +143,7 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
     for call, node, loops in ctx.program.calls():
         if call_name(call) in ("set_cube_tile_shapes", "set_vec_tile_shapes") and loops:
             values = [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-            runtime = [ast.unparse(v) for v in values if is_dynamic(ctx.program, v, declared_axes(ctx.front))]
+            runtime = [ast.unparse(v) for v in values if is_dynamic(ctx.program, v, declared_axes(ctx.front), node)]
             if runtime:
                 yield Hit(ctx.program.call_line(call, node),
                           f"{call_name(call)} inside the loop at line {loops[-1].line} takes {', '.join(runtime)}: "
