@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
+from opdesign.render.headings import DEFAULT_LANG
 
 app = typer.Typer(
     add_completion=False,
@@ -65,7 +66,10 @@ def estimate(
 def new(
     spec: Path = typer.Option(..., "--spec", help="SPEC YAML file"),
     out: Path = typer.Option(None, "--out", help="output folder (default: ./<op_name>)"),
-    lang: str = typer.Option("en", "--lang", help="DESIGN.md headings: en or zh"),
+    lang: str = typer.Option(DEFAULT_LANG, "--lang",
+                             help="DESIGN.md headings: zh (default; the Chinese headings pass the CANNBot "
+                                  "contract, references/artifacts.yaml) or en (English headings: readable, "
+                                  "but the CANNBot validator reports every chapter missing)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing files"),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""

@@ -14,6 +14,7 @@ from opdesign.errors import OpdesignError, SpecError
 from opdesign.golden import estimate_golden
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
+from opdesign.render.headings import DEFAULT_LANG
 from opdesign.render.write import write_artifacts
 from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
 from opdesign.spec import Spec, load_spec
@@ -88,7 +89,7 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
                                    "tuning": tuning_candidates(spec, plan, n=3)})
 
 
-def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = "en",
+def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = DEFAULT_LANG,
                force: bool = False) -> NewResult:
     """``opdesign new``: plan the SPEC and write the three artifacts under ``out_dir``.
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from opdesign.agent.base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
+from opdesign.render.headings import DEFAULT_LANG
 
 SPEC_PATH = Field(description="SPEC YAML file, relative to the tool root", min_length=1, max_length=4096)
 
@@ -72,7 +73,9 @@ class NewDesignInput(ToolInput):
     spec_path: str = SPEC_PATH
     out_dir: str | None = Field(None, min_length=1, max_length=4096,
                                 description="output folder relative to the tool root (default: <op_name>)")
-    lang: Literal["en", "zh"] = Field("en", description="DESIGN.md chapter headings: English or Chinese")
+    lang: Literal["en", "zh"] = Field(DEFAULT_LANG, description=(
+        "DESIGN.md chapter headings: zh (default) passes the CANNBot contract (its validator compares the "
+        "Chinese heading text); en gives English headings that the CANNBot validator does not accept"))
     force: bool = Field(False, description="overwrite existing files; without it an existing file is an error")
 
 

@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from opdesign.paths import data_dir
 from opdesign.plan.models import Plan
 from opdesign.pypto_run.selfcheck import HARNESS_MARKER
-from opdesign.render.headings import HEADINGS, SUBHEADINGS
+from opdesign.render.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
 from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
 
@@ -50,7 +50,7 @@ def _dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
 
 
-def render_design(plan: Plan, lang: Lang = "en", kernel: str | None = None) -> str:
+def render_design(plan: Plan, lang: Lang = DEFAULT_LANG, kernel: str | None = None) -> str:
     """DESIGN.md text: front matter with the ``opdesign:`` block, then the seven chapters.
 
     The pseudocode chapter is the kernel proper of :func:`render_kernel` (``kernel``, when the
@@ -124,7 +124,7 @@ def render_scaffold(plan: Plan) -> str:
     return _env().get_template(f"{skeleton_dir(plan)}/scaffold.py.j2").render(plan=plan)
 
 
-def render_all(plan: Plan, lang: Lang = "en") -> dict[str, str]:
+def render_all(plan: Plan, lang: Lang = DEFAULT_LANG) -> dict[str, str]:
     """Relative path -> file text for the four artifacts."""
     kernel = render_kernel(plan)
     return {

@@ -3,6 +3,12 @@
 Shared by the renderer and the validator; imports nothing heavy.
 """
 
+#: The language ``opdesign new`` and the ``new_design`` tool write by default. Only the Chinese
+#: headings pass the CANNBot contract: its validator (pypto-op-design ``scripts/validate_artifacts.py``)
+#: compares each whole heading text with the ``required_headings`` of ``references/artifacts.yaml``,
+#: which are Chinese (``验证方案 / Verification Plan`` included). ``en`` stays available for readers.
+DEFAULT_LANG = "zh"
+
 # Chapter headings of the CANNBot contract (domain.md §9), per language.
 HEADINGS: dict[str, dict[str, str]] = {
     "en": {

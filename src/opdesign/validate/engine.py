@@ -6,6 +6,9 @@ not UTF-8, or exceed :data:`MAX_INPUT_BYTES` (256 KiB). The interface file is
 ``eval/module_interfaces.yaml`` next to the DESIGN.md; its problems are
 findings of OD-IF-01 (exit code 1), not unusable input.
 
+A pseudocode chapter without Python code (prose, a ```text block) runs no rule of the
+``pseudocode`` family; one OD-PC-06 info finding lists them (:mod:`opdesign.validate.prose`).
+
 No exception escapes: a check that raises is reported as OD-DOC-10 naming the
 rule, so the document is never reported as valid for it.
 """
@@ -20,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from opdesign.validate import yamlsafe
 from opdesign.validate.document import parse
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
+from opdesign.validate.prose import prose_pseudocode
 from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
 from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
@@ -35,6 +39,8 @@ INTERFACES_PATH = ("eval", "module_interfaces.yaml")
 DESIGN_NAME = "DESIGN.md"
 INTERNAL_RULE = "OD-DOC-10"
 SUPPRESSION_RULE = "OD-DOC-09"
+PROSE_RULE = "OD-PC-06"
+EMPTY_PSEUDOCODE_RULE = "OD-PC-01"
 
 
 class Unusable(ValueError):
@@ -80,7 +86,8 @@ def _interfaces(text: str | None, state: str) -> tuple[yamlsafe.Loaded | None, s
 def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded | None, str, str, int]) -> list[Finding]:
     try:
         doc = parse(text)
-        programs, kernel_blocks = read_programs(doc)
+        prose = prose_pseudocode(doc)
+        programs, kernel_blocks = ([], 0) if prose is not None else read_programs(doc)
     except Exception as err:  # noqa: BLE001 - the markdown/ast layer must never crash the run
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"document could not be parsed: {type(err).__name__}: {err}"))]
@@ -92,17 +99,26 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
         findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=programs[-1].fence.first_line,
                                 message=f"the pseudocode chapter has {kernel_blocks} kernel-like code blocks; only the "
                                         f"first {MAX_KERNELS} were checked"))
+    skipped: list[str] = []
     attention = is_attention_design(ctx)
     for rule in all_rules().values():
         if rule.needs_block and ctx.block is None:
             continue
         if rule.attention_only and not attention:
             continue
+        if prose is not None and rule.family == "pseudocode" and rule.id != PROSE_RULE:
+            if rule.id != EMPTY_PSEUDOCODE_RULE:  # the chapter holds text: not empty, nothing to skip
+                skipped.append(rule.id)
+            continue
         ctx.program_read = False
         findings += _check(rule, ctx, design, iface_name)
         if ctx.program_read:  # the rule looks at the pseudocode: run it on every kernel block
             for program in programs[1:]:
                 findings += _check(rule, replace(ctx, program=program), design, iface_name)
+    if prose is not None:
+        findings.append(Finding(rule=PROSE_RULE, level="info", file=design, line=prose.line,
+                                message=f"the pseudocode chapter holds no Python code (prose or plain text): "
+                                        f"{len(skipped)} code rules skipped, not passed ({', '.join(skipped)})"))
     return _suppress(doc.directives, list(dict.fromkeys(findings)), design)
 
 

@@ -13,22 +13,25 @@ from collections.abc import Iterator
 from typing import Any
 
 from opdesign.render.headings import HEADINGS, SUBHEADINGS
+from opdesign.validate.prose import holds_python, prose_pseudocode
 from opdesign.validate.registry import Context, Hit, rule
 
 PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")
 SLOT = re.compile(r"<([^<>\n]{1,80})>")
-BRACED = re.compile(r"\{\s*[^\W\d][\w .\-]*\}")
+BRACED = re.compile(r"\{\s*[^\W\d][\w .\-|/]*\}")  # {slot}, {a|b} and {a / b} choice slots
 HTML_TAGS = frozenset(
     ["a", "abbr", "b", "br", "code", "details", "div", "em", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "u", "ul"])
 PASS_WORDS = frozenset({"pass", "passed", "ok", "通过", "已通过", "✅", "✓", "✔", "yes", "是"})
 EMPTY_BASIS = frozenset({"", "-", "—", "n/a", "na", "none", "无"})
 CHECK_TABLE = ("check", "检查")
-RESULT_COLUMN = ("result", "结果", "结论", "status")
+RESULT_COLUMN = ("result", "结果", "结论", "当前结论", "status")  # 当前结论: the CANNBot template's column
 BASIS_COLUMN = ("basis", "依据", "evidence", "证据", "reason", "理由", "说明")
 MODULE_COUNT = re.compile(r"(?:Decision|决策|决定)\s*[:：]\s*`?\s*module_count\s*=\s*([^\s`]+)", re.IGNORECASE)
+# The typical-configurations table (CANNBot's older quality self-check) is not in the current CANNBot
+# template: its absence is OD-DOC-12's warning. Aliases: any header cell (the "*").
+TYPICAL_CONFIGS = ("*", "priority", "优先级")
 # (chapter key, table name, aliases of the first header cell; "*" = any header cell)
 REQUIRED_TABLES = (
-    ("contract", "typical configurations", ("*", "priority", "优先级")),
     ("decisions", "tiling parameters", ("parameter", "参数")),
     ("decisions", "implementation config", ("option", "配置", "选项")),
     ("decisions", "loops", ("loop", "循环")),
@@ -82,7 +85,8 @@ def check_front_matter(ctx: Context) -> Iterator[Hit]:
 def check_front_keys(ctx: Context) -> Iterator[Hit]:
     """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
     (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
-    mapping with a non-empty ``name``; its ``range``, when given, is ``[lo, hi]`` integers, lo <= hi."""
+    name (``[B]``, ``["B", "S"]``: how both CANNBot templates write it) or a mapping with a non-empty
+    ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi."""
     data = ctx.doc.front.data
     if not isinstance(data, dict):
         return
@@ -105,8 +109,11 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     else:
         for i, axis in enumerate(axes):
             where = ctx.doc.front.line("dynamic_axes", i)
+            if isinstance(axis, str) and axis.strip():
+                continue
             if not isinstance(axis, dict) or not isinstance(axis.get("name"), str) or not axis["name"].strip():
-                yield Hit(where, f"dynamic_axes[{i}] must be a mapping with a non-empty name, got {axis!r}")
+                yield Hit(where, f"dynamic_axes[{i}] must be an axis name or a mapping with a non-empty name, "
+                                 f"got {axis!r}")
             elif "range" in axis and not _int_range(axis["range"]):
                 yield Hit(ctx.doc.front.line("dynamic_axes", i, "range"),
                           f"dynamic_axes[{i}].range must be [lo, hi] integers with lo <= hi, got {axis['range']!r}")
@@ -199,7 +206,9 @@ def check_placeholders(ctx: Context) -> Iterator[Hit]:
 
     Fenced code and inline code spans are not prose: ``[M, N]``, dict literals
     and comparisons there are fine; HTML tags (``<br>``), autolinks and
-    comments are not slots.
+    comments are not slots. The exception is plain-text pseudocode (a pseudocode chapter without
+    Python code, :mod:`opdesign.validate.prose`): its text blocks are prose, and the CANNBot
+    template's ``<入口与输入输出>`` lines left in them are slots.
     """
     for path, value in _front_strings(ctx.doc.front.data):
         found = placeholders(value)
@@ -209,6 +218,15 @@ def check_placeholders(ctx: Context) -> Iterator[Hit]:
         found = placeholders(span.text)
         if found:
             yield Hit(span.line, f"placeholder {', '.join(dict.fromkeys(found))} left in the document")
+    if prose_pseudocode(ctx.doc) is not None:
+        for fence in ctx.doc.fences:
+            if fence.chapter != "pseudocode" or holds_python(fence):
+                continue
+            for n, line in enumerate(fence.content.splitlines()):
+                found = placeholders(line)
+                if found:
+                    yield Hit(fence.first_line + n, f"placeholder {', '.join(dict.fromkeys(found))} left in the "
+                                                    "plain-text pseudocode")
     for path, value in _front_strings(ctx.interfaces.data if ctx.interfaces else None):
         found = placeholders(value)
         if found:
@@ -232,9 +250,8 @@ def _is_empty(table_rows: list[Any]) -> bool:
       good=('## Verification Plan\n\n| check | result | basis |\n|---|---|---|\n'
             '| C-TILE-03 UB budget | pass | 98304 B <= 196608 B |'))
 def check_tables(ctx: Context) -> Iterator[Hit]:
-    """Every table has at least one row with a non-blank cell, and each chapter has its tables:
-    typical configurations (a ``priority`` column) in the contract; tiling parameters, implementation
-    config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
+    """Every table has at least one row with a non-blank cell, and each chapter has the tables of the
+    CANNBot template: tiling parameters, implementation config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
     ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
     ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
     verification plan. A missing table is reported at its chapter heading."""
@@ -250,6 +267,25 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
         if not found:
             wanted = " / ".join(a for a in aliases if a != "*")
             yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
+
+
+@rule("OD-DOC-12", "warning", "document", "CANNBot quality self-check (typical configs, 7 columns)",
+      "the operator contract has no typical-configurations table (a priority column)",
+      bad='## Operator Contract\n\n| tensor | role | shape | dtype |\n|---|---|---|---|\n| q | input | [B, S, D] | bfloat16 |',
+      good=('## Operator Contract\n\n| name | type | priority | parameters |\n|---|---|---|---|\n'
+            '| small | functional | P0 | batch=1 |'))
+def check_typical_configs(ctx: Context) -> Iterator[Hit]:
+    """The operator contract lists the typical configurations as a table with a ``priority`` /
+    ``优先级`` column (name, type functional / performance, priority P0-P3, parameters, input and
+    output shapes, note: the CANNBot quality self-check); verification runs them in priority order.
+    A warning, not an error: the current CANNBot template (``DESIGN.md.tmpl``) has no such table and
+    a design written from it is otherwise complete."""
+    heading = ctx.doc.chapter_heading("contract")
+    if heading is None:
+        return
+    if not any(t.chapter == "contract" and _matches(t.header, TYPICAL_CONFIGS) for t in ctx.doc.tables):
+        yield Hit(heading.line, f"chapter '{heading.text}' has no typical configurations table "
+                                "(column 'priority / 优先级')")
 
 
 def design_check_tables(ctx: Context) -> list[Any]:

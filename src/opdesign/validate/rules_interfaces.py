@@ -251,21 +251,45 @@ def _tensors(ctx: Context) -> Iterator[tuple[dict[str, Any], tuple[Any, ...]]]:
             yield entry, ("modules", i, "outputs", j)
 
 
+def shape_dimensions(shape: Any) -> list[Any] | None:
+    """The dimensions of a shape written as a YAML list (``[batch, seq_q]``) or as the string form both
+    CANNBot templates use (``"[B, T]"``, one pair of outer brackets optional): the list itself, or the
+    comma-separated parts of the string (``"[]"`` is a scalar: no dimension). None for anything else,
+    and for a string with an empty part (``"[B, , T]"``) or an unbalanced outer bracket."""
+    if isinstance(shape, list):
+        return shape
+    if not isinstance(shape, str):
+        return None
+    text = shape.strip()
+    if text.startswith("[") != text.endswith("]"):
+        return None
+    if text.startswith("["):
+        text = text[1:-1].strip()
+    if not text:
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    return None if any(not part for part in parts) else parts
+
+
 @rule("OD-IF-09", "error", "interfaces", "CANNBot wiring rule 5",
       "a shape dimension is not a name, an integer or + - * // of those",
       bad='primary_inputs:\n- {name: q, shape: [batch, seq_q / 2, "head_dim ** 2"], dtype: bfloat16}',
       good='primary_inputs:\n- {name: q, shape: [batch, seq_q // 2, head_dim * 2], dtype: bfloat16}')
 def check_shapes(ctx: Context) -> Iterator[Hit]:
     """Wiring rule 5: each dimension of a primary input or module output shape is an integer or an
-    expression of names and integers with ``+ - * //`` (unary ``+``/``-`` allowed); the shape is a list."""
+    expression of names and integers with ``+ - * //`` (unary ``+``/``-`` allowed). The shape is a list
+    or a string ``"[B, T // 2]"`` (as CANNBot's templates and its ``validate_yaml.py`` write it); the
+    string's dimensions are checked the same way."""
     for entry, path in _tensors(ctx):
         if "shape" not in entry:
             continue
         shape = entry["shape"]
-        if not isinstance(shape, list):
-            yield _hit(ctx, f"'{entry.get('name')}' shape must be a list, got {shape!r}", *path, "shape")
+        dims = shape_dimensions(shape)
+        if dims is None:
+            yield _hit(ctx, f"'{entry.get('name')}' shape must be a list or a string '[d0, d1, ...]', got {shape!r}",
+                       *path, "shape")
             continue
-        bad = [d for d in shape if not _dimension_ok(d)]
+        bad = [d for d in dims if not _dimension_ok(d)]
         if bad:
             yield _hit(ctx, f"'{entry.get('name')}' shape has invalid dimension(s) {bad!r}", *path, "shape")
 

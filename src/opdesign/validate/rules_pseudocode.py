@@ -23,17 +23,34 @@ from opdesign.validate.registry import Context, Hit, rule
 from opdesign.validate.values import declared_axes, is_dynamic
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
-      "the pseudocode chapter has no fenced code block",
-      bad='## Pseudocode\n\nLoop over KV tiles and do the softmax.',
+      "the pseudocode chapter is empty: no code block and no text",
+      bad='## Pseudocode',
       good=('## Pseudocode\n\n```python\n@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
             '    pypto.experimental.set_operation_options(combine_axis=True)\n```'), kind='markdown')
 def check_fence(ctx: Context) -> Iterator[Hit]:
     """The pseudocode chapter holds the kernel as fenced code (```python), so that the loop nest,
     TileShape calls, scopes and state can be checked. Among several fences the one defining a
-    ``jit``-decorated function is used, else the longest."""
+    ``jit``-decorated function is used, else the longest. A chapter of plain text (a ```text block
+    or paragraphs, as the CANNBot template writes it) is not an error: the code rules are skipped
+    and OD-PC-06 says so. Only an empty chapter is reported."""
     heading = ctx.doc.chapter_heading("pseudocode")
     if heading is not None and ctx.program is None:
-        yield Hit(heading.line, "the pseudocode chapter has no fenced code block")
+        yield Hit(heading.line, "the pseudocode chapter is empty: write the kernel as ```python (or the steps as text)")
+
+
+@rule("OD-PC-06", "info", "pseudocode", "CANNBot DESIGN.md template (plain-text pseudocode)",
+      "the pseudocode chapter holds no Python code: the code rules were skipped",
+      bad='## Pseudocode\n\n```text\nfor each KV tile: C1, online softmax, C2, rescale\n```',
+      good=('## Pseudocode\n\n```python\n@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+            '    pypto.experimental.set_operation_options(combine_axis=True)\n```'), kind='markdown')
+def check_prose(ctx: Context) -> Iterator[Hit]:
+    """The CANNBot template writes the pseudocode as plain text (a ```` ```text ```` block); a design
+    may also write it as paragraphs. Such a chapter is valid, but there is no loop nest, TileShape
+    call or scope to check: no rule of the pseudocode family runs, and this info lists them, so that
+    skipped never reads as passed. Python code in any fence of the chapter (```` ```python ````, or an
+    untagged / text block that parses as Python statements) makes the chapter code again.
+    Emitted by the engine (:mod:`opdesign.validate.prose`)."""
+    return iter(())
 
 
 @rule("OD-PC-02", "info", "pseudocode", "opdesign validate (pseudocode reading)",
