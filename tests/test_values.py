@@ -90,8 +90,9 @@ def test_names_are_read_per_function() -> None:
 
 
 def test_declared_axes_and_deep_chains() -> None:
-    assert declared_axes({"dynamic_axes": [{"name": "batch"}, {"name": "seq_kv", "range": [1, 8]}, "x"]}) \
+    assert declared_axes({"dynamic_axes": [{"name": "batch"}, {"name": "seq_kv", "range": [1, 8]}, 3]}) \
         == frozenset({"batch", "seq_kv"})
+    assert declared_axes({"dynamic_axes": ["batch", "seq_q"]}) == frozenset({"batch", "seq_q"})  # CANNBot names
     assert declared_axes({"dynamic_axes": "batch"}) == frozenset()
     chain = "x0 = seq_kv\n" + "".join(f"x{i + 1} = x{i} + 1\n" for i in range(3000))
     program = _read(Fence("python", chain, 1, "pseudocode"))

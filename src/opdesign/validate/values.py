@@ -327,10 +327,13 @@ def read_values(program: Program, declared: frozenset[str] = frozenset()) -> Pro
 
 
 def declared_axes(front: dict) -> frozenset[str]:
-    """The names of a front matter's ``dynamic_axes`` (``[{name: batch, ...}]``)."""
+    """The names of a front matter's ``dynamic_axes``: ``[{name: batch, ...}]`` (opdesign) or plain
+    names ``[batch, seq_kv]`` (the CANNBot template)."""
     axes = front.get("dynamic_axes") if isinstance(front, dict) else None
-    return frozenset(a["name"] for a in axes if isinstance(a, dict) and isinstance(a.get("name"), str)) \
-        if isinstance(axes, list) else frozenset()
+    if not isinstance(axes, list):
+        return frozenset()
+    names = [a.get("name") if isinstance(a, dict) else a for a in axes]
+    return frozenset(n.strip() for n in names if isinstance(n, str) and n.strip())
 
 
 def is_dynamic(program: Program, expr: ast.AST, declared: frozenset[str] = frozenset(),
