@@ -47,7 +47,9 @@ def test_rule_fixture(folder: Path, tmp_path: Path) -> None:
     suffix = "module_interfaces.yaml" if expect["file"] == "interfaces" else "DESIGN.md"
     hits = [f for f in report.findings if f.rule == expect["rule"] and f.file.endswith(suffix)]
     assert expect["line"] in [f.line for f in hits], report.findings
-    assert all(f.level == get_rule(expect["rule"]).level for f in hits)
+    # the finding at the mutated line has the rule's level (a rule may report a known card-vs-kernel
+    # disagreement elsewhere as a warning, registry.Hit.level)
+    assert all(f.level == get_rule(expect["rule"]).level for f in hits if f.line == expect["line"])
     if expect["only"]:
         assert errors_except(report, expect["rule"]) == []
     good = validate_paths([base])

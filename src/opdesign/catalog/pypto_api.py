@@ -28,6 +28,7 @@ class ApiSurface:
     method_notes: dict[str, str]
     non_tensor: frozenset[str]
     runtime_limits: dict[str, dict[str, Any]]
+    reexported_at_top: frozenset[str] = frozenset()  # submodules whose names pypto itself exports
 
     def entry(self, dotted: str) -> dict[str, Any] | None:
         """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
@@ -52,4 +53,5 @@ def load_api_surface() -> ApiSurface:
     return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
                       value_classes=manifest["value_classes"], missing=notes["missing"],
                       method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]),
-                      runtime_limits=notes.get("runtime_limits", {}))
+                      runtime_limits=notes.get("runtime_limits", {}),
+                      reexported_at_top=frozenset(notes.get("reexported_at_top", [])))

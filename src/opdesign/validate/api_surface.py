@@ -70,13 +70,19 @@ class _Checker:
             return None
         return ".".join([self.aliases[parts[0]], *parts[1:]])
 
-    def check_name(self, node: ast.Attribute, dotted: str) -> None:
+    def check_name(self, node: ast.AST, dotted: str) -> None:
+        """Report the first part of ``dotted`` the release does not have. A submodule the manifest does
+        not expand is checked against the top-level ``pypto`` when pypto re-exports all of its names
+        (``reexported_at_top``: ``pypto.op``, ``pypto.op.math`` ...); other submodules are not checked."""
         parts = dotted.split(".")
         module = parts[0]
         for i, part in enumerate(parts[1:], start=1):
-            if module not in self.api.modules:
+            names = self.api.modules.get(module)
+            if names is None and module in self.api.reexported_at_top:
+                names = self.api.modules.get(parts[0])
+            if names is None:
                 return  # a submodule outside the checked surface
-            entry = self.api.modules[module].get(part)
+            entry = names.get(part)
             here = ".".join(parts[:i + 1])
             if entry is None:
                 hint = self.api.missing.get(here)
@@ -181,8 +187,9 @@ class _Checker:
             if short in self.api.non_tensor or short.rpartition(".")[2].startswith(("set_", "is_")):
                 return None
             name = short.rpartition(".")[2]
-            if name in ("view", "reshape") and len(call.args) > 1 and isinstance(call.args[1], (ast.List, ast.Tuple)):
-                return (TENSOR, len(call.args[1].elts))
+            if name in ("view", "reshape") and len(call.args) > 1:
+                shape = call.args[1]  # a shape held in a name (``reshape(k, k_2d_shape)``): rank not known here
+                return (TENSOR, len(shape.elts) if isinstance(shape, (ast.List, ast.Tuple)) else None)
             if name in ("tensor", "full", "zeros") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
                 return (TENSOR, len(call.args[0].elts))
             first = self.rank_of(call.args[0]) if call.args else None
@@ -202,7 +209,9 @@ class _Checker:
             ann = arg.annotation
             if isinstance(ann, ast.Call) and (self.resolve(ann.func) or "").endswith(".Tensor"):
                 dims = ann.args[0] if ann.args else None
-                self.types[arg.arg] = (TENSOR, len(dims.elts) if isinstance(dims, (ast.Tuple, ast.List)) else None)
+                known = isinstance(dims, (ast.Tuple, ast.List)) and not any(
+                    isinstance(d, ast.Constant) and d.value is Ellipsis for d in dims.elts)  # [...]: rank not given
+                self.types[arg.arg] = (TENSOR, len(dims.elts) if known else None)
 
     def bind(self, target: ast.AST, kind: tuple[str, int | None] | None) -> None:
         if isinstance(target, ast.Name):
@@ -223,6 +232,8 @@ class _Checker:
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pypto":
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                    if a.name != "*":
+                        self.check_name(node, f"{node.module}.{a.name}")  # from pypto import reduce_sum
         module_types = self.types
         for node in _ordered(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -20,6 +20,11 @@ from opdesign.validate.registry import Context, Hit
 MAX_VALUE = checks.MAX_VALUE
 _LEADING_INT = re.compile(r"^\s*\**\s*(-?\d+)\b")
 _SKELETON_ID = re.compile(r"^SK-\d{2}$")
+_CARD_ID = re.compile(r"^(SK|AT)-\d{2}$")
+#: What an ``opdesign:`` block's ``skeleton`` or a card-table row says for a design with no skeleton.
+NO_SKELETON = ("none",)
+#: Card tags that make a design an attention one although it names no skeleton (an online-softmax KV loop).
+ATTENTION_TAGS = ("attention", "online-softmax")
 
 
 #: Largest count (root_count, task_count) taken as a number: counts of long-context plans pass 2^31
@@ -112,6 +117,46 @@ def table_skeleton(ctx: Context) -> str | None:
                 if row.cells and _SKELETON_ID.match(row.cells[0].strip()):
                     return row.cells[0].strip()
     return None
+
+
+def named_cards(ctx: Context) -> list[str]:
+    """The card ids (``SK-nn`` / ``AT-nn``) and ``none`` entries in the first column of the decisions
+    chapter's tables (the card selection), in order."""
+    out = []
+    for table in ctx.doc.tables:
+        if table.chapter != "decisions":
+            continue
+        for row in table.rows:
+            cell = row.cells[0].strip().strip("`").strip() if row.cells else ""
+            if _CARD_ID.match(cell) or cell.casefold() in NO_SKELETON:
+                out.append(cell)
+    return out
+
+
+def is_attention_design(ctx: Context) -> bool:
+    """Whether the attention rules apply (``@rule(..., attention_only=True)``), decided from what the
+    design says, never from names in its code:
+
+    - the block says ``skeleton: none``: no;
+    - a skeleton (block ``skeleton`` or the first SK id of the card selection): its card's tags say
+      (SK-01, SK-02, SK-16 are attention skeletons);
+    - no skeleton, but the card selection names cards (or ``none``): yes only when one of them is
+      tagged ``online-softmax`` (AT-01: an online-softmax KV loop written without a skeleton card);
+      a matmul, layernorm or plain softmax design that names AT-02 / AT-21 or ``none`` is not attention;
+    - nothing named at all: unknown, treated as attention (opdesign's operators; the fallback skeleton's
+      rules apply, as :func:`rules_skeleton` says).
+    """
+    if ctx.block is not None and str(ctx.block.get("skeleton", "")).strip().casefold() in NO_SKELETON:
+        return False
+    name = skeleton(ctx)
+    cards = catalog().cards
+    if name is not None:
+        card = cards.get(name)
+        return card is None or any(t in ATTENTION_TAGS for t in card.tags)
+    named = named_cards(ctx)
+    if not named:
+        return True
+    return any(c in cards and any(t in ATTENTION_TAGS for t in cards[c].tags) for c in named)
 
 
 def skeleton(ctx: Context) -> str | None:

@@ -26,6 +26,7 @@ from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kern
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.prose import prose_pseudocode
 from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
+from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
 from opdesign.validate.registry import Context
 
@@ -100,8 +101,11 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
                                 message=f"the pseudocode chapter has {kernel_blocks} kernel-like code blocks; only the "
                                         f"first {MAX_KERNELS} were checked"))
     skipped: list[str] = []
+    attention = is_attention_design(ctx)
     for rule in all_rules().values():
         if rule.needs_block and ctx.block is None:
+            continue
+        if rule.attention_only and not attention:
             continue
         if prose is not None and rule.family == "pseudocode" and rule.id != PROSE_RULE:
             if rule.id != EMPTY_PSEUDOCODE_RULE:  # the chapter holds text: not empty, nothing to skip
@@ -142,7 +146,7 @@ def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
     except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"))]
-    return [Finding(rule=rule.id, level=rule.level, message=_one_line(h.message), line=max(1, h.line),
+    return [Finding(rule=rule.id, level=h.level or rule.level, message=_one_line(h.message), line=max(1, h.line),
                     file=iface_name if h.interfaces else design) for h in hits]
 
 

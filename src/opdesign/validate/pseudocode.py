@@ -103,7 +103,9 @@ def is_constant_name(name: str) -> bool:
 
 
 def is_static(expr: ast.AST) -> bool:
-    """An int literal, an UPPER_CASE constant, or arithmetic of those (C-SYM-06, C-SYM-07)."""
+    """An int literal, an UPPER_CASE constant, or arithmetic of those, read without the program's
+    bindings; the rules read a program's values with :func:`opdesign.validate.values.read_values`,
+    which also knows lower-case constants (``q_tile = 128``) and what is dynamic."""
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, int) and not isinstance(expr.value, bool)
     if isinstance(expr, ast.Name):
@@ -141,6 +143,7 @@ class Program:
     nodes: list[Node]
     kernel: Node | None
     constants: dict[str, int]
+    _values: Any = field(default=None, repr=False, compare=False)  # opdesign.validate.values.read_values
 
     def walk(self, nodes: list[Node] | None = None, loops: tuple[Node, ...] = ()) -> Iterator[tuple[Node, tuple[Node, ...]]]:
         """Every node in textual order with the for-loops enclosing it (outermost first)."""

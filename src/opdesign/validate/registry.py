@@ -38,11 +38,14 @@ DEFAULT_KIND = {"document": "markdown", "interfaces": "interfaces", "numbers": "
 
 @dataclass(frozen=True)
 class Hit:
-    """What a check reports: a line and a message; ``interfaces`` marks a line of the interface file."""
+    """What a check reports: a line and a message; ``interfaces`` marks a line of the interface file.
+    ``level`` lowers one finding below its rule's level (a card rule that real kernels contradict in
+    a known case reports that case as a ``warning`` citing both); None: the rule's level."""
 
     line: int
     message: str
     interfaces: bool = False
+    level: Level | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Rule:
     needs_block: bool = False
     example_kind: str = "markdown"
     on_kernel: bool = False  # also runs on a kernel .py (opdesign.validate.kernel_source)
+    attention_only: bool = False  # skipped on designs that are not attention (blockdata.is_attention_design)
 
     def as_row(self) -> dict[str, str]:
         """Row for ``opdesign rules``, same shape as ``catalog.rule_rows`` plus the family."""
@@ -68,7 +72,8 @@ class Rule:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "level": self.level, "family": self.family, "source": self.source,
                 "message": self.message, "explanation": self.explanation, "bad": self.bad, "good": self.good,
-                "needs_block": self.needs_block, "on_kernel": self.on_kernel}
+                "needs_block": self.needs_block, "on_kernel": self.on_kernel,
+                "attention_only": self.attention_only}
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -84,12 +89,16 @@ def _example(text: str) -> str:
 
 
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
-         needs_block: bool = False, kind: str | None = None, kernel: bool | None = None) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+         needs_block: bool = False, kind: str | None = None, kernel: bool | None = None,
+         attention_only: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
     """Register the decorated check as rule ``rule_id``; its docstring is the explanation.
 
     ``kind`` says what the ``bad`` / ``good`` examples are (:data:`EXAMPLE_KINDS`; default: the
     family's, :data:`DEFAULT_KIND`). ``kernel`` says whether the rule also runs on a kernel ``.py``
     (default: pseudocode-family rules do, the others do not; see :mod:`opdesign.validate.kernel_source`).
+    ``attention_only``: the rule makes sense for attention operators only and is skipped on a design
+    that says it is not one (a matmul, layernorm or plain softmax:
+    :func:`opdesign.validate.blockdata.is_attention_design`).
     """
     if family not in FAMILIES:
         raise ValueError(f"{rule_id}: unknown family {family!r}")
@@ -103,7 +112,7 @@ def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, 
         _REGISTRY[rule_id] = Rule(id=rule_id, level=level, family=family, source=source, message=message,
                                   explanation=inspect.cleandoc(check.__doc__ or ""), bad=_example(bad),
                                   good=_example(good), check=check, needs_block=needs_block,
-                                  example_kind=example_kind,
+                                  example_kind=example_kind, attention_only=attention_only,
                                   on_kernel=family == "pseudocode" if kernel is None else kernel)
         return check
 

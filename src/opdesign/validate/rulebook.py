@@ -47,7 +47,7 @@ class Entry(BaseModel):
     area: str | None = Field(None, description="constraint area (TILE, LOOP, SYM, DATA, API)")
     checked_by: str | None = Field(None, description="for a condition: the validator rule that re-checks it")
     check: dict[str, Any] | None = Field(None, description="the validator facet: family, level, message, "
-                                                           "explanation, bad, good, needs_block")
+                                                           "explanation, bad, good, needs_block, attention_only")
 
     @property
     def checked_by_validator(self) -> bool:
@@ -111,7 +111,9 @@ def _check_text(entry: Entry) -> str:
     return (f"{entry.id}  ({c['level']}, {c['family']} rule; source: {c['source']})"
             f"\n  {c['message']}\n\n{c['explanation']}\n\nbad:\n{_indent(c['bad'])}\n\ngood:\n{_indent(c['good'])}"
             + ("\n\n(needs the opdesign block of the front matter)" if c["needs_block"] else "")
-            + ("\n\n(also runs on kernel .py files: opdesign validate kernel.py / DIR)" if c.get("on_kernel") else ""))
+            + ("\n\n(also runs on kernel .py files: opdesign validate kernel.py / DIR)" if c.get("on_kernel") else "")
+            + ("\n\n(attention operators only: skipped on a design whose skeleton or card selection says it is "
+               "not attention, e.g. a matmul, layernorm or plain softmax)" if c.get("attention_only") else ""))
 
 
 def explain_text(rule_id: str, value_lines: Any = None) -> str:

@@ -15,9 +15,10 @@ from typing import Any
 
 from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import call_name, int_value, is_static
+from opdesign.validate.pseudocode import call_name, int_value
 from opdesign.skeletons.registry import FALLBACK, find
 from opdesign.validate.collect import all_rules
+from opdesign.validate.values import declared_axes, is_dynamic
 from opdesign.validate.registry import Context, Hit, rule
 
 # key -> type the number rules need (tile values themselves are C-TILE-06's business)
@@ -174,15 +175,21 @@ def _tile_values(block: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]
 
 @rule("C-TILE-06", "error", "numbers", "C-TILE-06",
       "a tile value is not a compile-time positive integer",
-      bad=('# opdesign: {q_tile: 64.5}\ndef my_kernel(q, k, v, attn_out, kv_len):\n'
-           '    pypto.set_vec_tile_shapes(16, kv_len)   # a kernel argument'),
-      good=('# opdesign: {q_tile: 64}\ndef my_kernel(q, k, v, attn_out, kv_len):\n'
-            '    pypto.set_vec_tile_shapes(16, 64)'), kind='pseudocode')
+      bad=('# opdesign: {q_tile: 64.5}\ndef my_kernel(q, k, v, attn_out, kv_lens):\n'
+           "    for b_idx in pypto.loop(batch, name='batch'):\n"
+           '        pypto.set_vec_tile_shapes(16, kv_lens[b_idx])   # a runtime length'),
+      good=('# opdesign: {q_tile: 64}\ndef my_kernel(q, k, v, attn_out, kv_lens):\n'
+            "    for b_idx in pypto.loop(batch, name='batch'):\n"
+            '        pypto.set_vec_tile_shapes(16, 64)'), kind='pseudocode')
 def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
     """Tiles are compile-time integers: in the block every q_tile, kv_tile, cube ``[L0, L1]``, vector
     shape/view and unroll value is a positive integer (below 2**31); in the pseudocode the arguments of
-    ``set_cube_tile_shapes`` / ``set_vec_tile_shapes`` are int literals or UPPER_CASE constants, never
-    kernel arguments, runtime shapes or symbolic scalars."""
+    ``set_cube_tile_shapes`` / ``set_vec_tile_shapes`` are compile-time ints (literals, constants of
+    any case such as ``v1_tile = [64, 512]`` then ``v1_tile[0]``, a Python int parameter), never
+    runtime lengths read out of a tensor, dynamic axes, loop indices or symbolic scalars
+    (``set_vec_tile_shapes`` silently takes the trace-time value of a symbolic scalar, PyPTO 0.2.0
+    ``_controller.py``) (:mod:`opdesign.validate.values`; a value it cannot decide
+    is not reported). ``enable_split_k`` (a bool) is no tile."""
     block = ctx.block or {}
     seen = set()
     for path, value in _tile_values(block):
@@ -195,7 +202,8 @@ def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
         if call_name(call) not in ("set_cube_tile_shapes", "set_vec_tile_shapes"):
             continue
         args = [e for a in call.args for e in (getattr(a, "elts", None) or [a])]
-        bad = [a for a in args if not is_static(a)]
+        bad = [a for a in args if not (isinstance(a, ast.Constant) and isinstance(a.value, bool))
+               and is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
         if bad:
             names = ", ".join(ast.unparse(a) for a in bad)
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")

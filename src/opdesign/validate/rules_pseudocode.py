@@ -15,12 +15,12 @@ from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import (
     dotted,
-    is_constant_name,
-    is_static,
+    int_value,
     keyword,
 )
 from opdesign.validate.scopes import scopes
 from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate.values import declared_axes, is_dynamic
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
       "the pseudocode chapter is empty: no code block and no text",
@@ -67,34 +67,64 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("OD-PC-03", "error", "pseudocode", "AT-21-R1, AT-21-R3, AT-21-R4",
-      "sg_set_scope(n) is not closed with sg_set_scope(-1) before a matmul, another scope or the loop end",
+      "sg_set_scope(n) is not closed with sg_set_scope(-1) before another scope, a pypto.loop boundary or "
+      "the end of the function (a matmul inside the scope: a warning)",
       bad=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
-           'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'),
+           "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"),
       good=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.set_pass_options(sg_set_scope=-1)\n'
-            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)'))
+            "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"))
 def check_scopes(ctx: Context) -> Iterator[Hit]:
-    """Every ``sg_set_scope(n)`` is closed by ``sg_set_scope(-1)``: matmuls run outside any scope
-    (a cube op in a vector scope fails with F41007 OP_SCOPE_ERROR), and a scope never crosses a loop
-    boundary. Reported at the line that opened the scope. SK-02 is the exception for matmuls: its
-    single pass keeps C1 + V1 + C2 in one ``sg_set_scope(2)`` sub-graph (SK-02 configuration)."""
+    """Every scope opened with ``pypto.set_pass_options(sg_set_scope=n)`` (or the card notation
+    ``sg_set_scope(n)``) is closed by scope ``-1`` before another scope opens, before a ``pypto.loop``
+    boundary is crossed (AT-21-R4) and by the end of the function; reported as an error at the line
+    that opened it. A Python ``range`` loop inside a scope (the page gather) is unrolled while tracing
+    and crosses no boundary.
+
+    A matmul inside an open scope is a warning, not an error: the card (AT-21-R1) keeps matmuls outside
+    any scope (a cube op in a vector scope failed with F41007 OP_SCOPE_ERROR), while real kernels for
+    the Ascend 950 open one mixed scope around C1, V1 and C2 (hicann/pypto
+    ``flash_attention_mha_impl.py`` scope 5001, ``sparse_flash_attention_quant_impl.py`` scope 20001,
+    under ``if pypto.platform.npuarch == 'DAV_3510'``). SK-02 keeps C1 + V1 + C2 in one
+    ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""
     if ctx.program is None:
         return
     sk = bd.rules_skeleton(ctx)
-    for line, value, why in scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope).unclosed:
+    info = scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope)
+    for line, value, why in info.unclosed:
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
+    for line, value, opened in info.cube_in_scope:
+        yield Hit(line, f"matmul inside sg_set_scope({value}) opened at line {opened}: AT-21-R1 keeps cube ops outside "
+                        "any scope (F41007), real Ascend 950 kernels (DAV_3510) use one mixed scope; check the target",
+                  level="warning")
 
 
 @rule("OD-PC-04", "error", "pseudocode", "SK-01 configuration (combine_axis, required)",
-      "set_operation_options(combine_axis=True) is not the first statement of the kernel body",
+      "set_operation_options(combine_axis=True) is set after the kernel's first PyPTO operation (never set: a warning)",
       bad=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+           '    q_s = pypto.mul(q, SCALE)\n'
+           '    pypto.experimental.set_operation_options(combine_axis=True)\n'
            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
       good=('@pypto.frontend.jit()\ndef my_kernel(q, k, v, attn_out):\n'
+            '    head_dim = q.shape[-1]\n'
             '    pypto.experimental.set_operation_options(combine_axis=True)\n'
-            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"))
+            '    q_2d = pypto.reshape(q, [ROWS, HEAD_DIM])\n'
+            "    for b_idx in pypto.loop(batch, name='batch'):\n        pypto.set_vec_tile_shapes(16, 128)"),
+      attention_only=True)
 def check_combine_axis(ctx: Context) -> Iterator[Hit]:
-    """``pypto.experimental.set_operation_options(combine_axis=True)`` opens the jit body (it inlines
-    tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the ``jit``-decorated function,
-    else the first function with a loop."""
+    """``pypto.experimental.set_operation_options(combine_axis=True)`` is set before the kernel's first
+    PyPTO operation (it inlines tail-axis broadcasts such as ``[M, N] * [M, 1]``). The kernel is the
+    ``jit``-decorated function, else the first function with a loop. The option is part of the
+    attention skeletons' configuration (SK-01, SK-02, SK-16 cards); real layernorm, softmax and matmul
+    kernels do without it (hicann/pypto ``examples/``), so the rule is skipped on a design that is not
+    attention.
+
+    The card says "first statement"; real kernels compute Python values first (``head_dim =
+    q.shape[2]``, tile constants, 2-D ``reshape`` of the inputs) and set the option after them
+    (hicann/pypto ``flash_attention_mha_impl.py``), which changes nothing, so statements without a
+    computing PyPTO operation (assignments, TileShape and pass options, ``reshape`` / ``view``) may
+    come before it. Set after an operation: an error.
+    Not set at all: a warning, since the card requires it but real attention kernels run without it
+    (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""
     program = ctx.program
     if program is None:
         return
@@ -104,26 +134,54 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     body = [n for n in program.kernel.body
             if not (isinstance(n.stmt, ast.Expr) and isinstance(n.stmt.value, ast.Constant)
                     and isinstance(n.stmt.value.value, str))]
-    first = body[0] if body else None
-    calls = first.calls() if first is not None and isinstance(first.stmt, ast.Expr) else []
-    ok = any(isinstance(keyword(c, "combine_axis"), ast.Constant) and keyword(c, "combine_axis").value is True
-             for c in calls)
-    if not ok:
-        where = first.line if first is not None else program.kernel.line
-        yield Hit(where, "the first statement of the kernel body is not set_operation_options(combine_axis=True)")
+    calls = [(c, n) for n, _loops in program.walk(body) for c in n.calls()]
+    first_op = next((program.call_line(c, n) for c, n in calls if _is_operation(c)), None)
+    where = next((program.call_line(c, n) for c, n in calls if _sets_combine_axis(c)), None)
+    if where is None:
+        line = body[0].line if body else program.kernel.line
+        yield Hit(line, "the kernel never sets set_operation_options(combine_axis=True): the SK card requires it "
+                        "(real kernels without tail-axis broadcasts run without it)", level="warning")
+    elif first_op is not None and first_op < where:
+        yield Hit(where, f"combine_axis=True is set after the first PyPTO operation (line {first_op}): "
+                         "set it before any operation of the kernel body")
+
+
+#: pypto calls that configure or steer instead of compute: they may come before ``combine_axis``.
+_CONFIG_PREFIXES = ("set_", "get_", "is_")
+_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit", "reshape", "view"})  # + layout-only ops
+
+
+def _sets_combine_axis(call: ast.Call) -> bool:
+    value = keyword(call, "combine_axis")
+    return isinstance(value, ast.Constant) and value.value is True
+
+
+def _is_operation(call: ast.Call) -> bool:
+    """A ``pypto.*`` call that computes: not a setting, a loop, a condition or a layout-only ``reshape`` /
+    ``view`` (no broadcast; real kernels reshape their inputs to 2-D before setting the option)."""
+    name = dotted(call.func)
+    if not name.startswith(("pypto.", "pp.")) or _sets_combine_axis(call):
+        return False
+    last = name.rpartition(".")[2]
+    return not last.startswith(_CONFIG_PREFIXES) and last not in _CONTROL
 
 
 @rule("C-LOOP-05", "warning", "pseudocode", "C-LOOP-05",
-      "unroll_list has more than one value, or sits on a loop that is not the innermost",
+      "unroll_list has several factors but no 1 (not every iteration count is covered), or sits on a loop that "
+      "is not the innermost",
       bad=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[4, 2]):\n"
            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'),
       good=("for kv_idx in pypto.loop(kv_tiles, name='kv_tile', unroll_list=[1]):\n"
             '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_unroll(ctx: Context) -> Iterator[Hit]:
     """Start from one unroll factor (the block's ``unroll_list`` holds one value, or none when the design
-    unrolls no loop, e.g. SK-02; every ``unroll_list=`` in the pseudocode holds exactly one) and put it on the innermost ``pypto.loop`` only (a static Python
-    ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count). Further
-    factors are tuning candidates; a multi-value list must cover every iteration count."""
+    unrolls no loop, e.g. SK-02) and put ``unroll_list`` on the innermost ``pypto.loop`` only (a static
+    Python ``range`` inside, e.g. the AT-17 page gather, is unrolled at trace time and does not count).
+    In the pseudocode a list with several factors is what tuning leaves (real kernels ship
+    ``unroll_list=[8, 4, 2, 1]``, hicann/pypto ``glm_attention.py``); C-LOOP-05 asks such a list to
+    cover every iteration count, which it does when it holds the factor 1, so only a multi-value list
+    without 1 (``[4, 2]``), an empty list or a bare number is reported. A list passed in a name (a
+    kernel parameter) is not judged."""
     if ctx.block is not None:
         yield from bd.hits(ctx, checks.single_unroll(ctx.block))
     if ctx.program is None:
@@ -133,8 +191,15 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
         value = keyword(it, "unroll_list") if isinstance(it, ast.Call) else None
         if value is None:
             continue
-        if not isinstance(value, (ast.List, ast.Tuple)) or len(value.elts) != 1:
-            yield Hit(node.line, f"unroll_list={ast.unparse(value)} should hold exactly one factor")
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            factors = [int_value(e, ctx.program.constants) for e in value.elts]
+            if not factors:
+                yield Hit(node.line, f"unroll_list={ast.unparse(value)} is empty: give one factor")
+            elif len(factors) > 1 and 1 not in factors:
+                yield Hit(node.line, f"unroll_list={ast.unparse(value)} has several factors but no 1, so some "
+                                     "iteration counts have no matching factor: start from one factor")
+        elif isinstance(value, ast.Constant):
+            yield Hit(node.line, f"unroll_list={ast.unparse(value)} is not a list: give one factor, e.g. [1]")
         inner = [c for c, _l in ctx.program.walk(node.body) if c.loop_kind in ("pypto.loop", "loop_unroll")]
         if inner:
             yield Hit(node.line, f"unroll_list on a loop that is not the innermost pypto.loop (line {inner[0].line})")
@@ -148,22 +213,18 @@ def check_unroll(ctx: Context) -> Iterator[Hit]:
             "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):   # or range(KV_TILES), a constant\n"
             '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [kv_idx * KV_TILE, 0])'))
 def check_range_bounds(ctx: Context) -> Iterator[Hit]:
-    """A Python ``range`` bound is an int literal or an UPPER_CASE module constant (or arithmetic of
-    those); anything else is treated as symbolic and needs ``pypto.loop``. The factor that
-    ``for idx, factor in pypto.loop_unroll(...)`` yields is a compile-time value within its path
-    (C-LOOP-05), so ``range(factor)`` inside that loop is static."""
+    """A Python ``range`` unrolls while the kernel is traced, so its bound is a compile-time int. A bound
+    that is dynamic (a ``pypto.loop`` index, a runtime length or argument, a value read out of a
+    tensor, a ``pypto.DYNAMIC`` axis: see :mod:`opdesign.validate.values`) needs ``pypto.loop``. Int
+    literals, constants of any case (``kv_tiles = 4``, ``block_num = s2_tile // 128``), and the factor
+    that ``for idx, factor in pypto.loop_unroll(...)`` yields (fixed within its path, C-LOOP-05) are
+    static; a bound the code cannot decide (the ``.shape`` of a tensor whose signature does not say
+    whether the axis is dynamic) is not reported."""
     if ctx.program is None:
         return
-    factors = {node.stmt.target.elts[1].id for node, _loops in ctx.program.walk()
-               if node.loop_kind == "loop_unroll" and isinstance(node.stmt.target, ast.Tuple)
-               and len(node.stmt.target.elts) == 2 and isinstance(node.stmt.target.elts[1], ast.Name)}
-    for node, loops in ctx.program.walk():
+    for node, _loops in ctx.program.walk():
         if node.loop_kind == "range":
-            unrolled = {loop.stmt.target.elts[1].id for loop in loops if loop.loop_kind == "loop_unroll"
-                        and isinstance(loop.stmt.target, ast.Tuple) and len(loop.stmt.target.elts) == 2
-                        and isinstance(loop.stmt.target.elts[1], ast.Name)} & factors
-            bad = [a for a in node.stmt.iter.args
-                   if not is_static(a) and not (isinstance(a, ast.Name) and a.id in unrolled)]
+            bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
             if bad:
                 yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
 
@@ -173,8 +234,12 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
       bad='kj = pypto.view(k, [kv_valid, HEAD_DIM], [b_idx, kv_h, kv_off, 0])',
       good='kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])')
 def check_view_shapes(ctx: Context) -> Iterator[Hit]:
-    """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals or
-    UPPER_CASE constants. Symbols (valid lengths, offsets) go into the offsets and ``valid_shape``."""
+    """The ``shape`` of ``pypto.view`` (second argument or ``shape=``) is ``List[int]``: int literals and
+    constants (``Q_TILE``, or a lower-case ``q_tile = 128``; static values as
+    :mod:`opdesign.validate.values` reads them, static axes of the signature included). Symbols (valid
+    lengths, offsets, loop indices) go into the offsets and ``valid_shape``. Only values known to be
+    dynamic are reported: a ``.shape`` item of an axis the code does not declare is a Python int in
+    PyPTO 0.2.0 when the axis is static."""
     if ctx.program is None:
         return
     for call, node, _loops in ctx.program.calls():
@@ -183,10 +248,8 @@ def check_view_shapes(ctx: Context) -> Iterator[Hit]:
         shape = call.args[1] if len(call.args) > 1 else keyword(call, "shape")
         if shape is None:
             continue
-        if isinstance(shape, (ast.List, ast.Tuple)):
-            bad = [e for e in shape.elts if not is_static(e)]
-        else:
-            bad = [] if isinstance(shape, ast.Name) and is_constant_name(shape.id) else [shape]
+        elts = shape.elts if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
+        bad = [e for e in elts if is_dynamic(ctx.program, e, declared_axes(ctx.front), node)]
         if bad:
             yield Hit(ctx.program.call_line(call, node),
                       f"pypto.view shape uses {', '.join(ast.unparse(e) for e in bad)}: shapes are compile-time ints")

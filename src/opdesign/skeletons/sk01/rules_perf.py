@@ -45,7 +45,7 @@ for _n, _text in enumerate((
            '  form_checks: {SK-01-PERF-1: false, SK-01-PERF-2: true, SK-01-PERF-3: true, SK-01-PERF-4: true}'),
       good=('opdesign:\n  form: performance\n'
             '  form_checks: {SK-01-PERF-1: true, SK-01-PERF-2: true, SK-01-PERF-3: true, SK-01-PERF-4: true}'),
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_form_conditions(ctx: Context) -> Iterator[Hit]:
     """The performance form needs all four: a uniform compile-time K length (no ``seq_kv`` dynamic
     axis that varies), head_dim in ``perf_head_dims``, root_count in ``perf_root_range``, and a target
@@ -78,7 +78,7 @@ def check_form_conditions(ctx: Context) -> Iterator[Hit]:
       "performance form: q_tile is not align16(ceil(seq_q / 2)), so a (batch, head) has more or fewer than 2 Q tiles",
       bad='opdesign:\n  form: performance\n  seq_q: 8192\n  q_tile: 2048   # four Q tiles per (batch, head)',
       good='opdesign:\n  form: performance\n  seq_q: 8192\n  q_tile: 4096   # align16(8192 / 2)',
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     """``Q_TILE = seq_len_q / 2`` aligned up to the cube alignment of the dtype (C-TILE-05
     ``cube_align_elems``): at most ``perf_q_tiles_per_head`` Q tiles per (batch, head), no reuse of
@@ -103,7 +103,7 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
       "performance form with <= 8 KV tiles: the K loop must be a static Python range without is_loop_begin/end",
       bad=("for kv_idx in pypto.loop(KV_TILES, name='kv_tile'):\n    if pypto.cond(pypto.is_loop_begin(kv_idx)):\n"
            '        oi = oij'),
-      good='for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij', needs_block=True)
+      good='for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij', needs_block=True, attention_only=True)
 def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
     """With ``k_tile_count = ceil(seq_kv / kv_tile) <= static_kv_max_tiles`` the block's ``kv_loop`` is
     ``range``, the pseudocode's KV-tile loop is a Python ``range`` and no ``is_loop_begin`` /
@@ -135,7 +135,7 @@ def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
            '    oi[:] = pypto.add(oi, oij)'),
       good=('for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij\n    else:\n'
             '        oi = pypto.add(pypto.mul(alpha, oi), pypto.mul(beta, oij))'),
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_ssa_state(ctx: Context) -> Iterator[Hit]:
     """State is carried by SSA re-binding (first block ``oi = oij``): no ``pypto.full`` /
     ``pypto.tensor`` buffer for oi/li/mi and no ``oi[:] = ...`` writes (a resident buffer overflows UB)."""
@@ -158,7 +158,7 @@ def check_ssa_state(ctx: Context) -> Iterator[Hit]:
            '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.set_pass_options(sg_set_scope=-1)'),
       good=('for kv_idx in range(KV_TILES):\n    pypto.set_pass_options(sg_set_scope=6)\n'
             '    mij = pypto.amax(sij, dim=-1, keepdim=True)\n    pypto.set_pass_options(sg_set_scope=-1)'),
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_chain_scope(ctx: Context) -> Iterator[Hit]:
     """The chain ``mul -> amax -> sub -> exp -> sum -> cast`` runs inside
     ``sg_set_scope(perf_scope)`` (checked at its ``amax``) and is closed with ``sg_set_scope(-1)``

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from opdesign.skeletons.sk02 import ID
 from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, allocation, call_name, is_static, keyword
+from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
+from opdesign.validate.values import declared_axes, is_dynamic
 from opdesign.validate.registry import Context, Hit, condition, rule
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
@@ -70,7 +71,7 @@ for _n, _text, _by in (
            '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {skeleton: SK-02}\n'
-            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'))
+            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'), attention_only=True)
 def check_single_pass(ctx: Context) -> Iterator[Hit]:
     """C1, V1 and C2 run once per root with a standard softmax (AT-02): no KV loop (the block's
     ``kv_loop`` is ``none``; no pseudocode loop whose bound counts KV tiles, whose ``name=`` is a KV
@@ -109,7 +110,7 @@ def check_single_pass(ctx: Context) -> Iterator[Hit]:
       good=('opdesign:\n  skeleton: SK-02\n  kv_tile: 2048\n  vec_tiles:\n'
             '    V1: {shape: [8, 128], dtype: fp32, view: [8, 2048]}\n'
             '    V2: {shape: [8, 128], dtype: fp32, view: [8, 128]}'),
-      needs_block=True)
+      needs_block=True, attention_only=True)
 def check_whole_row(ctx: Context) -> Iterator[Hit]:
     """One pass covers the whole top-k row: ``S2_TILE`` (the block's ``kv_tile``) is at least the
     columns of V1's view (the ``[q_tile, topk]`` score row), and everything resident fits UB (the
@@ -123,21 +124,26 @@ def check_whole_row(ctx: Context) -> Iterator[Hit]:
       bad=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
            '    pypto.set_vec_tile_shapes(cur_seq, 128)'),
       good=("# opdesign: {skeleton: SK-02}\nfor b_idx in pypto.loop(batch, name='batch'):\n"
-            '    pypto.set_vec_tile_shapes(8, 128)'))
+            '    pypto.set_vec_tile_shapes(8, 128)'), attention_only=True)
 def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
-    """The card asks for the TileShapes to be set once, outside the loop, with compile-time values, so
-    that they cannot drift between iterations or depend on runtime values. PyPTO 0.2.0 applies a
-    TileShape to the ops that follow it, and a pass whose gather, C1, V1 and C2 need different tiles
-    switches them per stage inside the loop body, as real kernels and opdesign's generated SK-02 kernel
-    do (a gather tiled with the V1 tile failed the 0.2.0 SIM with F7A001). Where the card and the
-    framework disagree the framework wins: a TileShape set inside a loop is fine when every value is a
-    compile-time constant; a value that can change per iteration (a loop index, a length) is reported."""
+    """The card (SK-02-R5) asks for the TileShapes to be set once, outside the loop, with compile-time
+    values, so that they cannot drift between iterations or depend on runtime values (its consequence:
+    C-TILE-06). A TileShape inside a loop that takes a value which can change per iteration (a loop
+    index, a runtime length: :mod:`opdesign.validate.values`) is reported.
+
+    Compile-time TileShapes set inside the loop are where the card's wording and real code disagree,
+    and they are not reported: PyPTO 0.2.0 applies a TileShape to the ops that follow it, and real
+    single-pass kernels switch constant TileShapes per stage inside the loop body (hicann/pypto
+    ``sparse_compress_flash_attention_impl.py``, ``win_attention_impl.py``); opdesign's generated
+    SK-02 kernel does too, because a gather tiled with the V1 tile failed the 0.2.0 SIM with F7A001.
+    Constant values cannot drift, so the card's consequence does not arise; lower-case int constants
+    (``v1_tile = [8, 2048]``) count as constant."""
     if not _sk02(ctx) or ctx.program is None:
         return
     for call, node, loops in ctx.program.calls():
         if call_name(call) in ("set_cube_tile_shapes", "set_vec_tile_shapes") and loops:
             values = [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-            runtime = [ast.unparse(v) for v in values if not is_static(v)]
+            runtime = [ast.unparse(v) for v in values if is_dynamic(ctx.program, v, declared_axes(ctx.front), node)]
             if runtime:
                 yield Hit(ctx.program.call_line(call, node),
                           f"{call_name(call)} inside the loop at line {loops[-1].line} takes {', '.join(runtime)}: "
@@ -149,7 +155,7 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
       bad=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\n'
            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {skeleton: SK-02}\ncur_seq = (kv_len - seq_q + 1 + s_idx).max(0).min(TOPK)\nif cur_seq > 0:\n'
-            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'))
+            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'), attention_only=True)
 def check_empty_skip(ctx: Context) -> Iterator[Hit]:
     """The first matmul of the pass sits under an ``if`` on the token's effective top-k: a token whose
     ``cur_seq`` is 0 skips the pass, and its rows keep the zeros the output was allocated with.
