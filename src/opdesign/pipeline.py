@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from opdesign.costmodel import CostParams, Ranking
 
 
+#: tuning candidates attached to a ranked plan (``Plan.tuning``)
+TUNING_COUNT = 3
+
+
 @dataclass(frozen=True)
 class NewResult:
     plan: Plan
@@ -81,11 +85,11 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
     """
     if not skeleton_of(plan).ranked:
         return plan
-    from opdesign.costmodel import rank_candidates, tuning_candidates
+    from opdesign.costmodel import rank_candidates, tuning_from_ranking
 
-    ranking = rank_candidates(spec, plan, top=1)
+    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1)  # ranked once: the plan's rank and the next best
     return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
-                                   "tuning": tuning_candidates(spec, plan, n=3)})
+                                   "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT)})
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = "en",
