@@ -152,6 +152,21 @@ def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -
     return int(hit[np.argmax(c["u"][hit])]) if len(hit) else None
 
 
+#: candidates scored at a time: the stage formulas are element-wise, so chunks give the same figures
+#: while their temporaries stay a few MiB however large the space (seq 1M: ~300k candidates)
+SCORE_CHUNK = 1 << 15
+
+
+def _score_in_chunks(ctx, c: dict[str, np.ndarray], params: CostParams, load: dict[str, np.ndarray]) -> dict:
+    n = len(c["q"])
+    if n <= SCORE_CHUNK:
+        return score(ctx, c, params, load)
+    parts = [score(ctx, {k: v[i:i + SCORE_CHUNK] for k, v in c.items()}, params,
+                   {k: v[i:i + SCORE_CHUNK] for k, v in load.items()}) for i in range(0, n, SCORE_CHUNK)]
+    return {**{k: np.concatenate([p[k] for p in parts]) for k in ("stages", "score", "bottleneck", "epilogue")},
+            **load}
+
+
 def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
                     params: CostParams | None = None) -> Ranking:
     """Enumerate, check and rank the candidates around a plan's tiles.
@@ -178,7 +193,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
             d[k] = d[k][keep]
     rules = check_rules(ctx, c)
     legal = rules.legal
-    scored = score(ctx, c, params, load)
+    scored = _score_in_chunks(ctx, c, params, load)
     key = (-(c["vr"] * c["vc"]), -c["pv"], -c["qk"], -c["kv"], -c["q"], c["u"], c["g"], c["s"], scored["score"])
     order = np.lexsort(key)
     legal_order = order[legal[order]]
