@@ -13,7 +13,7 @@ from jinja2 import Environment, FileSystemLoader
 
 from conftest import EXAMPLES
 from opdesign.render import design
-from opdesign.spec import _safe_load
+from opdesign.yamlload import safe_load
 
 REPO_GOLDEN = EXAMPLES.parents[1] / "tests" / "goldens" / "dense_forward_golden.py"
 HEAVY = ("numpy", "jinja2", "opdesign.costmodel", "opdesign.catalog")
@@ -107,4 +107,4 @@ def _outcome(fn, text):
     "{a: " * 200 + "1" + "}" * 200, "\t- tab\n", "",
 ])
 def test_spec_yaml_loader_matches_safe_load(text) -> None:
-    assert _outcome(_safe_load, text) == _outcome(yaml.safe_load, text)
+    assert _outcome(safe_load, text) == _outcome(yaml.safe_load, text)

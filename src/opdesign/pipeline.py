@@ -56,8 +56,12 @@ def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
     ``tuning=True`` adds the cost-model rank and tuning candidates (:func:`with_tuning`).
     """
     path = Path(spec_path)
-    spec = load_spec(path)
-    plan = estimate(spec, golden_module_count(spec, path))
+    return plan_from_spec(load_spec(path), path, tuning)
+
+
+def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False) -> Plan:
+    """:func:`plan_from_spec_file` for a SPEC already loaded from ``spec_path`` (its ``golden`` is relative to it)."""
+    plan = estimate(spec, golden_module_count(spec, Path(spec_path)))
     return with_tuning(spec, plan) if tuning else plan
 
 
@@ -93,13 +97,14 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = "en",
-               force: bool = False) -> NewResult:
+               force: bool = False, *, spec: Spec | None = None) -> NewResult:
     """``opdesign new``: plan the SPEC and write the three artifacts under ``out_dir``.
 
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
-    invalid or a target exists without ``force``.
+    invalid or a target exists without ``force``. ``spec``: the SPEC already loaded from ``spec_path``.
     """
-    plan = plan_from_spec_file(spec_path, tuning=True)
+    plan = (plan_from_spec(spec, spec_path, tuning=True) if spec is not None
+            else plan_from_spec_file(spec_path, tuning=True))
     files = render_all(plan, lang)
     written = write_artifacts(files, Path(out_dir) if out_dir is not None else Path(plan.op_name), force=force)
     return NewResult(plan=plan, files=written)

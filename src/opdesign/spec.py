@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import keyword
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from opdesign.catalog import load_catalog
 from opdesign.errors import NotFoundError, SpecError
+from opdesign.yamlload import safe_load
 
 MAX_SPEC_BYTES = 1_000_000
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
@@ -334,45 +335,6 @@ def _error_details(err: ValidationError) -> list[dict[str, str]]:
     return [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"]} for e in err.errors()]
 
 
-#: nesting above which a document libyaml accepted is read again by the pure-Python loader, whose
-#: recursion limit decides (refused as nested too deeply) exactly as before libyaml was used
-_C_LOADER_MAX_DEPTH = 64
-
-
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of parsed YAML data, counted up to ``limit + 1``."""
-    stack, deepest = [(value, 1)], 0
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            break
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
-
-
-def _safe_load(text: str) -> Any:
-    """``yaml.safe_load`` with libyaml (``CSafeLoader``, same safe constructors) when it is installed.
-
-    Anything libyaml refuses, and any document nested deeper than :data:`_C_LOADER_MAX_DEPTH`, is read
-    again with the pure-Python ``SafeLoader``, so errors, their messages and the nesting refusal are
-    those of ``yaml.safe_load``.
-    """
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is not None:
-        try:
-            data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-        except (yaml.YAMLError, RecursionError):
-            pass
-        else:
-            if _depth(data, _C_LOADER_MAX_DEPTH) <= _C_LOADER_MAX_DEPTH:
-                return data
-    return yaml.safe_load(text)
-
-
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a SPEC YAML file (safe loader only, at most 1 MB).
 
@@ -394,7 +356,7 @@ def load_spec(path: str | Path) -> Spec:
     except UnicodeDecodeError as err:
         raise SpecError(f"{p}: SPEC is not UTF-8 (byte {err.start})") from None
     try:
-        data = _safe_load(text)
+        data = safe_load(text)
     except RecursionError:
         raise SpecError(f"{p}: YAML nested too deeply (refused)") from None
     except yaml.YAMLError as err:
