@@ -194,10 +194,14 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     rules = check_rules(ctx, c)
     legal = rules.legal
     scored = _score_in_chunks(ctx, c, params, load)
-    key = (-(c["vr"] * c["vc"]), -c["pv"], -c["qk"], -c["kv"], -c["q"], c["u"], c["g"], c["s"], scored["score"])
-    order = np.lexsort(key)
-    legal_order = order[legal[order]]
-    rank_of = np.zeros(len(order), dtype=np.int64)  # 1-based rank of each legal candidate, 0 when illegal
+    def sort(idx: np.ndarray) -> np.ndarray:  # stable: the order of candidates ``idx`` keeps among themselves
+        key = (-(c["vr"][idx] * c["vc"][idx]), -c["pv"][idx], -c["qk"][idx], -c["kv"][idx], -c["q"][idx],
+               c["u"][idx], c["g"][idx], c["s"][idx], scored["score"][idx])
+        return idx[np.lexsort(key)]
+
+    order = sort(np.arange(len(legal))) if include_rejected else None
+    legal_order = order[legal[order]] if include_rejected else sort(np.flatnonzero(legal))
+    rank_of = np.zeros(len(legal), dtype=np.int64)  # 1-based rank of each legal candidate, 0 when illegal
     rank_of[legal_order] = np.arange(1, len(legal_order) + 1)
     chosen_i = _chosen_index(plan, c, legal_order)
 

@@ -195,15 +195,10 @@ def _split_ends(mid: np.ndarray, period: int, cores: int, repeats: int) -> np.nd
     return np.append(ends, repeats * n)
 
 
-def _run_sum(values: np.ndarray, start: int, end: int, per_copy) -> int:
-    """Sum of ``per_copy(block counts)`` over blocks ``[start, end)`` of the pattern ``values`` repeated:
-    the partial copies at both ends plus whole copies (the whole pattern is summed only when one is inside)."""
-    n = len(values)
-    (c0, r0), (c1, r1) = divmod(start, n), divmod(end, n)
-    if c0 == c1:
-        return per_copy(values[r0:r1])
-    inner = (c1 - c0 - 1) * per_copy(values) if c1 - c0 > 1 else 0
-    return per_copy(values[r0:]) + inner + per_copy(values[:r1])
+def _prefix_before(k: int, prefix: np.ndarray) -> int:
+    """Sum of the first ``k`` values of a pattern repeated without end (``prefix``: its inclusive running sums)."""
+    copies, rest = divmod(k, len(prefix))
+    return copies * int(prefix[-1]) + (int(prefix[rest - 1]) if rest else 0)
 
 
 def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -233,6 +228,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         static = max(int(ks.max()), 1) <= ctx.static_range
         mid = 2 * prefix - ks  # doubled midpoint of each q block in the first copy (weights scale with g alike)
         splits: dict[int, tuple | None] = {}
+        body_prefix: dict[int, np.ndarray] = {}  # dispatched bodies per unit, running sums, per unroll factor
         for i, g, u in rows:
             if g not in splits:
                 repeats = s.batch * (s.num_heads // g)
@@ -249,10 +245,11 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if splits[g] is None:
                 continue  # no valid block: every figure 0
             tasks, busy_cores, total, start, end = splits[g]
-            if static:  # one body per unit that has a block
-                bodies = _run_sum(ks, start, end, lambda v: int(np.count_nonzero(v)))
-            else:
-                bodies = _run_sum(ks, start, end, lambda v, u=u: int((-(-v // u)).sum()))
+            per_body = 0 if static else u  # static: one body per unit that has a block
+            if per_body not in body_prefix:
+                body_prefix[per_body] = (np.cumsum(ks > 0) if static else prefix if u == 1
+                                         else np.cumsum(-(-ks // u)))
+            bodies = _prefix_before(end, body_prefix[per_body]) - _prefix_before(start, body_prefix[per_body])
             units = end - start
             table[i] = (tasks, units, units * g, bodies, busy_cores, total)
     out = table[inv]
