@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opdesign.errors import OpdesignError, SpecError
-from opdesign.golden import estimate_golden
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.render.write import write_artifacts
@@ -40,6 +39,8 @@ def golden_module_count(spec: Spec, spec_path: Path) -> tuple[int, str] | None:
     """
     if spec.golden is None:
         return None
+    from opdesign.golden import estimate_golden  # the golden estimator loads only for a SPEC that names one
+
     path = (spec_path.parent / spec.golden).resolve()
     if path.suffix != ".py" or not path.is_file():
         raise SpecError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC")

@@ -29,6 +29,7 @@ from opdesign.costmodel.isa import (
 from opdesign.costmodel.space import (
     PV_FACTORS,
     QK_FACTORS,
+    RULE_ORDER,
     STREAM_COUNTS,
     TILE_MIN,
     VEC_AREAS,
@@ -167,6 +168,13 @@ def _score_in_chunks(ctx, c: dict[str, np.ndarray], params: CostParams, load: di
             **load}
 
 
+def _rule_counts(rules) -> dict[str, int]:
+    """Candidates breaking each rule (one may break several), in ``RULE_ORDER``."""
+    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
+               "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
+    return {k: int(by_rule[k].sum()) for k in RULE_ORDER}
+
+
 def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
                     params: CostParams | None = None) -> Ranking:
     """Enumerate, check and rank the candidates around a plan's tiles.
@@ -191,9 +199,22 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     for d in (c, load):  # column by column: one filtered copy alive at a time
         for k in d:
             d[k] = d[k][keep]
-    rules = check_rules(ctx, c)
-    legal = rules.legal
+    enumerated = len(c["q"])
+    if include_rejected:
+        rules = check_rules(ctx, c)
+        legal, rejected_by_rule = rules.legal, _rule_counts(rules)
+    else:  # rules checked in chunks; only legal candidates are scored and sorted (same order among themselves)
+        parts = [check_rules(ctx, {k: v[i:i + SCORE_CHUNK] for k, v in c.items()})
+                 for i in range(0, enumerated, SCORE_CHUNK)]
+        legal = np.concatenate([r.legal for r in parts])
+        rejected_by_rule = {k: sum(_rule_counts(r)[k] for r in parts) for k in RULE_ORDER}
+        del parts
+        for d in (c, load):
+            for k in d:
+                d[k] = d[k][legal]
+        legal = np.ones(len(c["q"]), dtype=bool)
     scored = _score_in_chunks(ctx, c, params, load)
+
     def sort(idx: np.ndarray) -> np.ndarray:  # stable: the order of candidates ``idx`` keeps among themselves
         key = (-(c["vr"][idx] * c["vc"][idx]), -c["pv"][idx], -c["qk"][idx], -c["kv"][idx], -c["q"][idx],
                c["u"][idx], c["g"][idx], c["s"][idx], scored["score"][idx])
@@ -220,11 +241,9 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
         rejected_order = order[first][~legal[order[first]]]
         rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range), rejected_reason=rules.reason(int(i), c, align),
                                 rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
-    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
-               "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
     return Ranking(
-        op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=len(c["q"]), legal=int(legal.sum()),
-        rejected_by_rule={k: int(v.sum()) for k, v in by_rule.items()},
+        op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=enumerated, legal=int(legal.sum()),
+        rejected_by_rule=rejected_by_rule,
         rows=[row(int(i)) for i in legal_order[:top]], rejected=rejected,
         chosen_rank=int(rank_of[chosen_i]) if chosen_i is not None else None,
         chosen=row(chosen_i) if chosen_i is not None else None, parameters=parameter_table(params),
