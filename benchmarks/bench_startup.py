@@ -7,10 +7,12 @@ busy machine do not count. A command's ratio is the median over rounds of
 (command CPU / baseline CPU of the same round). The designs validated are `opdesign
 new` outputs written once into a temporary folder before the rounds.
 
-    python benchmarks/bench_startup.py [--rounds 7] [--json] [--opdesign PATH]
+    python benchmarks/bench_startup.py [--rounds 7] [--json] [--opdesign PATH] [--against PATH]
 
 `--opdesign` names the executable (default: `opdesign` next to this interpreter, else
-`python -m opdesign`). Prints figures only; nothing is asserted.
+`python -m opdesign`); `--against` runs a second executable (another checkout, e.g. the
+start of a branch) in the same rounds and prints its ratios too. Prints figures only;
+nothing is asserted.
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--opdesign", default=None, help="opdesign executable")
+    parser.add_argument("--against", default=None, help="a second opdesign executable run in the same rounds")
     args = parser.parse_args()
     exe = _opdesign(args.opdesign)
+    exes = {"": exe, **({"against": [args.against]} if args.against else {})}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         design = tmp_path / "dense"
@@ -80,32 +84,36 @@ def main() -> int:
                                     str(tmp_path / "n2"), "--force"],
         }
         base: list[float] = []
-        cpu: dict[str, list[float]] = {name: [] for name in commands}
-        codes: dict[str, int] = {}
+        cpu = {(tag, name): [] for tag in exes for name in commands}
+        codes: dict[tuple[str, str], int] = {}
         for _ in range(args.rounds):
             base.append(_run(BASELINE, tmp_path)[0])
             for name, argv in commands.items():
-                seconds, codes[name] = _run([*exe, *argv], tmp_path)
-                cpu[name].append(seconds)
+                for tag, command in exes.items():
+                    seconds, codes[(tag, name)] = _run([*command, *argv], tmp_path)
+                    cpu[(tag, name)].append(seconds)
     rows = []
-    for name in commands:
-        ratios = [c / b for c, b in zip(cpu[name], base)]
-        rows.append({"command": name, "cpu_ms_median": round(1000 * statistics.median(cpu[name]), 1),
+    for (tag, name), values in cpu.items():
+        ratios = [c / b for c, b in zip(values, base)]
+        rows.append({"executable": " ".join(exes[tag]), "command": name,
+                     "cpu_ms_median": round(1000 * statistics.median(values), 1),
                      "ratio_median": round(statistics.median(ratios), 2), "ratio_min": round(min(ratios), 2),
-                     "exit_code": codes[name]})
-    result = {"executable": " ".join(exe), "rounds": args.rounds,
+                     "exit_code": codes[(tag, name)]})
+    result = {"executables": [" ".join(e) for e in exes.values()], "rounds": args.rounds,
               "baseline": " ".join(["python", *BASELINE[1:2], repr(BASELINE[2])]),
               "baseline_cpu_ms_median": round(1000 * statistics.median(base), 1),
               "load_average": os.getloadavg()[0], "commands": rows}
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"executable {result['executable']}; {args.rounds} rounds; load average {result['load_average']:.2f}")
+    print(f"{args.rounds} rounds; load average {result['load_average']:.2f}")
     print(f"baseline   {result['baseline']}: {result['baseline_cpu_ms_median']} ms CPU (median)")
-    print(f"{'command':<26}{'CPU ms':>8}{'x base':>8}{'min x':>8}{'exit':>6}")
-    for row in rows:
-        print(f"{row['command']:<26}{row['cpu_ms_median']:>8}{row['ratio_median']:>8}{row['ratio_min']:>8}"
-              f"{row['exit_code']:>6}")
+    for command in result["executables"]:
+        print(f"executable {command}")
+        print(f"  {'command':<26}{'CPU ms':>8}{'x base':>8}{'min x':>8}{'exit':>6}")
+        for row in (r for r in rows if r["executable"] == command):
+            print(f"  {row['command']:<26}{row['cpu_ms_median']:>8}{row['ratio_median']:>8}{row['ratio_min']:>8}"
+                  f"{row['exit_code']:>6}")
     return 0
 
 
