@@ -358,3 +358,22 @@ def test_new_ranks_a_plan_once(monkeypatch, tmp_path) -> None:
     assert calls == ["causal_gqa_tail"]
     assert result.plan.tuning == tuning_candidates(CAUSAL, estimate(CAUSAL), n=3)
     assert result.plan.cost_rank == rank_candidates(CAUSAL, estimate(CAUSAL), top=1).chosen_rank
+
+
+@pytest.mark.parametrize("include_rejected", [False, True])
+def test_chunked_scoring_and_rule_checks_give_the_same_ranking(monkeypatch, include_rejected) -> None:
+    import opdesign.costmodel.rank as rank_module
+
+    plan = estimate(CAUSAL)
+    whole = rank_candidates(CAUSAL, plan, top=30, include_rejected=include_rejected)
+    monkeypatch.setattr(rank_module, "SCORE_CHUNK", 97)  # many chunks, the last one short
+    chunked = rank_candidates(CAUSAL, plan, top=30, include_rejected=include_rejected)
+    assert chunked.model_dump() == whole.model_dump()
+    assert whole.enumerated > 97 * 10 and whole.legal < whole.enumerated
+
+
+def test_ranking_without_rejected_rows_equals_the_full_ranking() -> None:
+    plan = estimate(CAUSAL)
+    full = rank_candidates(CAUSAL, plan, top=25, include_rejected=True)
+    legal_only = rank_candidates(CAUSAL, plan, top=25)
+    assert legal_only.model_dump(exclude={"rejected"}) == full.model_dump(exclude={"rejected"})
