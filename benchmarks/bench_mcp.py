@@ -104,6 +104,7 @@ async def _bench(root: Path, calls: int) -> dict:
         "latency_ms": {"mean": round(statistics.mean(ms), 2), "p50": round(ms[len(ms) // 2], 2),
                        "p95": round(ms[int(len(ms) * 0.95) - 1], 2), "max": round(ms[-1], 2)},
         "mean_ms_per_call": {call: round(statistics.mean(v), 2) for call, v in per_tool.items()},
+        "p50_ms_per_call": {call: round(statistics.median(v), 2) for call, v in per_tool.items()},
     }
 
 

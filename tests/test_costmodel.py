@@ -138,6 +138,70 @@ def test_allocation_matrix_matches_greedy_allocation() -> None:
         assert (matrix == expected).all()
 
 
+def _core_loads_reference(ctx, c):
+    """core_loads the long way: kv_block_ranges and the full allocation matrix per (q, kv, g, u)."""
+    from opdesign.costmodel.stages import allocation_matrix
+    from opdesign.plan.blocks import kv_block_ranges
+
+    s = ctx.spec.shape
+    out = []
+    for q, kv, g, u in zip(*(c[k].tolist() for k in ("q", "kv", "g", "u"))):
+        ks = np.array([n for _, n in kv_block_ranges(ctx.spec.mask, s.seq_q, s.seq_kv, q, kv, s.window)])
+        counts = allocation_matrix(ks * g, ctx.device.aic_cores, s.batch * (s.num_heads // g))
+        loads = (counts * (ks * g)[:, None]).sum(axis=0)
+        busy = counts[:, int(np.argmax(loads))]
+        static = max(int(ks.max()), 1) <= ctx.static_range
+        bodies = (busy * (ks > 0)).sum() if static else (busy * -(-ks // u)).sum()
+        out.append((loads.max(), busy.sum(), busy.sum() * g, bodies, np.count_nonzero(loads), loads.sum()))
+    return np.array(out, dtype=np.float64)
+
+
+@pytest.mark.parametrize("name,shape", [
+    ("causal_gqa_tail.yaml", {}), ("causal_gqa_tail.yaml", {"seq_q": 300, "seq_kv": 700}),
+    ("causal_gqa_tail.yaml", {"seq_q": 700, "seq_kv": 300}), ("sliding_window_512.yaml", {}),
+    ("causal_gqa_fai.yaml", {}), ("dense_fa_8192.yaml", {"seq_q": 1000, "seq_kv": 3000}),
+])
+def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> None:
+    from opdesign.costmodel.stages import core_loads
+
+    spec = load_spec(EXAMPLES / name)
+    spec = spec.model_copy(update={"shape": spec.shape.model_copy(update=shape)})
+    ctx = context(spec, estimate(spec))
+    c = enumerate_candidates(ctx)
+    pick = np.random.default_rng(5).choice(len(c["q"]), size=min(400, len(c["q"])), replace=False)
+    sample = {k: v[pick] for k, v in c.items()}
+    loads = core_loads(ctx, sample)
+    got = np.stack([loads[k] for k in ("tasks", "units", "roots", "bodies", "cores_busy", "task_count")], axis=1)
+    assert (got == _core_loads_reference(ctx, sample)).all()
+
+
+@pytest.mark.parametrize("mask,sq,skv,qt,kt,window", [
+    ("causal", 1000, 1000, 128, 128, None), ("causal", 300, 700, 8, 64, None), ("causal", 700, 300, 64, 8, None),
+    ("sliding_window", 4096, 4096, 128, 256, 512), ("sliding_window", 300, 1000, 16, 64, 100),
+    ("sliding_window", 1000, 300, 64, 16, 50), ("none", 1000, 3000, 256, 128, None), ("topk", 77, 99, 8, 8, None),
+])
+def test_block_counts_equal_kv_block_ranges(mask, sq, skv, qt, kt, window) -> None:
+    from opdesign.costmodel.space import block_counts
+    from opdesign.plan.blocks import kv_block_ranges
+
+    expected = [n for _, n in kv_block_ranges(mask, sq, skv, qt, kt, window)]
+    assert block_counts(mask, sq, skv, qt, kt, window).tolist() == expected
+
+
+def test_group_rows_equals_unique_rows() -> None:
+    from opdesign.costmodel.stages import group_rows
+
+    rng = np.random.default_rng(3)
+    cols = [rng.integers(0, 5, 500), rng.integers(-3, 2, 500), rng.integers(0, 2 ** 40, 500) // 2 ** 37]
+    first, inv = group_rows(*cols)
+    _, want_first, want_inv = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist() and inv.tolist() == want_inv.reshape(-1).tolist()
+    wide = [rng.integers(0, 2 ** 40, 50), rng.integers(0, 2 ** 40, 50)]  # packed by codes: 2^80 does not fit
+    first, inv = group_rows(*wide)
+    _, want_first, want_inv = np.unique(np.stack(wide, axis=1), axis=0, return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist() and inv.tolist() == want_inv.reshape(-1).tolist()
+
+
 # --- the dense 8192 example: orderings, rejections, the plan's rank --------------
 
 
@@ -281,3 +345,35 @@ def test_cli_rank_text_shows_the_plan_rank() -> None:
     assert "C-TILE-03: UB" in proc.stdout
     bad = run_cli("rank", "--spec", str(EXAMPLES / "sk16_backward_lm.yaml"))
     assert bad.returncode == 2 and "spec_invalid" in bad.stderr
+
+
+def test_new_ranks_a_plan_once(monkeypatch, tmp_path) -> None:
+    import opdesign.costmodel as costmodel
+    from opdesign.pipeline import new_design
+
+    calls = []
+    real = costmodel.rank_candidates
+    monkeypatch.setattr(costmodel, "rank_candidates", lambda *a, **k: calls.append(a[0].op_name) or real(*a, **k))
+    result = new_design(EXAMPLES / "causal_gqa_tail.yaml", tmp_path / "out")
+    assert calls == ["causal_gqa_tail"]
+    assert result.plan.tuning == tuning_candidates(CAUSAL, estimate(CAUSAL), n=3)
+    assert result.plan.cost_rank == rank_candidates(CAUSAL, estimate(CAUSAL), top=1).chosen_rank
+
+
+@pytest.mark.parametrize("include_rejected", [False, True])
+def test_chunked_scoring_and_rule_checks_give_the_same_ranking(monkeypatch, include_rejected) -> None:
+    import opdesign.costmodel.rank as rank_module
+
+    plan = estimate(CAUSAL)
+    whole = rank_candidates(CAUSAL, plan, top=30, include_rejected=include_rejected)
+    monkeypatch.setattr(rank_module, "SCORE_CHUNK", 97)  # many chunks, the last one short
+    chunked = rank_candidates(CAUSAL, plan, top=30, include_rejected=include_rejected)
+    assert chunked.model_dump() == whole.model_dump()
+    assert whole.enumerated > 97 * 10 and whole.legal < whole.enumerated
+
+
+def test_ranking_without_rejected_rows_equals_the_full_ranking() -> None:
+    plan = estimate(CAUSAL)
+    full = rank_candidates(CAUSAL, plan, top=25, include_rejected=True)
+    legal_only = rank_candidates(CAUSAL, plan, top=25)
+    assert legal_only.model_dump(exclude={"rejected"}) == full.model_dump(exclude={"rejected"})

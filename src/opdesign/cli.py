@@ -11,11 +11,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
 from opdesign.render.headings import DEFAULT_LANG
+
+if TYPE_CHECKING:
+    from opdesign.catalog import Card
 
 app = typer.Typer(
     add_completion=False,
@@ -87,8 +91,8 @@ def new(
                f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
 # === cards / rules ===
-
-from opdesign import catalog as _catalog  # noqa: E402  (kept inside this section)
+# The catalog (cards, constraint tables, their pydantic models, markdown-it) is imported by the
+# commands that read it, not with this module: `--help`, `golden` and `validate` never load it.
 
 
 def _value_lines(name: str, value: object, indent: str = "  ") -> list[str]:
@@ -111,7 +115,7 @@ def _echo_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _card_text(card: _catalog.Card) -> str:
+def _card_text(card: Card) -> str:
     """Human view of one card: the front-matter fields, then the Markdown body."""
     out = [f"{card.id}  {card.title}  ({card.type})"]
     for label, value in (("file", card.path), ("flow", card.flow_pattern), ("tags", ", ".join(card.tags))):
@@ -143,7 +147,9 @@ def _card_text(card: _catalog.Card) -> str:
 @cards_app.command("list")
 def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List every skeleton and atom card: id, type, title, tags."""
-    cards = _catalog.load_catalog().cards.values()
+    from opdesign.catalog import load_catalog
+
+    cards = load_catalog().cards.values()
     if as_json:
         keys = {"id", "type", "title", "tags", "flow_pattern", "path"}
         _echo_json([card.model_dump(mode="json", include=keys) for card in cards])
@@ -158,7 +164,9 @@ def cards_show(
     as_json: bool = typer.Option(False, "--json", help="Print the card as a JSON object."),
 ) -> None:
     """Show one card: its structured fields, then its explanation."""
-    card = _catalog.load_catalog().card(card_id)
+    from opdesign.catalog import load_catalog
+
+    card = load_catalog().card(card_id)
     if as_json:
         _echo_json(card.model_dump(mode="json"))
     else:

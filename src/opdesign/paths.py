@@ -7,10 +7,24 @@ editable install they are the top-level folders of the repository.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
 DATA_NAMES = ("patterns", "constraints", "templates", "skills")
+ENV_CACHE_DIR = "OPDESIGN_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """The opdesign cache folder: ``$OPDESIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/opdesign``.
+
+    ``XDG_CACHE_HOME`` defaults to ``~/.cache``. The folder is not created here.
+    """
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "opdesign"
 
 
 @cache

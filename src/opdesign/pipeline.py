@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opdesign.errors import OpdesignError, SpecError
-from opdesign.golden import estimate_golden
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
@@ -21,6 +20,10 @@ from opdesign.spec import Spec, load_spec
 
 if TYPE_CHECKING:
     from opdesign.costmodel import CostParams, Ranking
+
+
+#: tuning candidates attached to a ranked plan (``Plan.tuning``)
+TUNING_COUNT = 3
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ def golden_module_count(spec: Spec, spec_path: Path) -> tuple[int, str] | None:
     """
     if spec.golden is None:
         return None
+    from opdesign.golden import estimate_golden  # the golden estimator loads only for a SPEC that names one
+
     path = (spec_path.parent / spec.golden).resolve()
     if path.suffix != ".py" or not path.is_file():
         raise SpecError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC")
@@ -53,8 +58,12 @@ def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
     ``tuning=True`` adds the cost-model rank and tuning candidates (:func:`with_tuning`).
     """
     path = Path(spec_path)
-    spec = load_spec(path)
-    plan = estimate(spec, golden_module_count(spec, path))
+    return plan_from_spec(load_spec(path), path, tuning)
+
+
+def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False) -> Plan:
+    """:func:`plan_from_spec_file` for a SPEC already loaded from ``spec_path`` (its ``golden`` is relative to it)."""
+    plan = estimate(spec, golden_module_count(spec, Path(spec_path)))
     return with_tuning(spec, plan) if tuning else plan
 
 
@@ -82,21 +91,22 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
     """
     if not skeleton_of(plan).ranked:
         return plan
-    from opdesign.costmodel import rank_candidates, tuning_candidates
+    from opdesign.costmodel import rank_candidates, tuning_from_ranking
 
-    ranking = rank_candidates(spec, plan, top=1)
+    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1)  # ranked once: the plan's rank and the next best
     return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
-                                   "tuning": tuning_candidates(spec, plan, n=3)})
+                                   "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT)})
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = DEFAULT_LANG,
-               force: bool = False) -> NewResult:
+               force: bool = False, *, spec: Spec | None = None) -> NewResult:
     """``opdesign new``: plan the SPEC and write the three artifacts under ``out_dir``.
 
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
-    invalid or a target exists without ``force``.
+    invalid or a target exists without ``force``. ``spec``: the SPEC already loaded from ``spec_path``.
     """
-    plan = plan_from_spec_file(spec_path, tuning=True)
+    plan = (plan_from_spec(spec, spec_path, tuning=True) if spec is not None
+            else plan_from_spec_file(spec_path, tuning=True))
     files = render_all(plan, lang)
     written = write_artifacts(files, Path(out_dir) if out_dir is not None else Path(plan.op_name), force=force)
     return NewResult(plan=plan, files=written)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from opdesign.catalog import load_catalog
 from opdesign.errors import NotFoundError, SpecError
+from opdesign.yamlload import safe_load
 
 MAX_SPEC_BYTES = 1_000_000
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
@@ -355,7 +356,7 @@ def load_spec(path: str | Path) -> Spec:
     except UnicodeDecodeError as err:
         raise SpecError(f"{p}: SPEC is not UTF-8 (byte {err.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except RecursionError:
         raise SpecError(f"{p}: YAML nested too deeply (refused)") from None
     except yaml.YAMLError as err:

@@ -61,9 +61,10 @@ def _plan_model() -> type[BaseModel]:
 
 
 def _estimate_design(args: EstimateDesignInput, root: Root) -> BaseModel:
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.pipeline import plan_from_spec
 
-    return plan_from_spec_file(_spec_file(root, args.spec_path)[0])
+    spec_file, spec = _spec_file(root, args.spec_path)
+    return plan_from_spec(spec, spec_file)  # the SPEC is read once
 
 
 # --- new_design ---
@@ -99,7 +100,7 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
     spec_file, spec = _spec_file(root, args.spec_path)
     out_value = args.out_dir if args.out_dir is not None else spec.op_name
     out_dir = root.folder(out_value, "out_dir", must_exist=False)
-    result = new_design(spec_file, out_dir, lang=args.lang, force=args.force)
+    result = new_design(spec_file, out_dir, lang=args.lang, force=args.force, spec=spec)
     plan = result.plan
     return NewDesignResult(
         out_dir=root.relative(out_dir),
@@ -173,11 +174,11 @@ def _ranking_model() -> type[BaseModel]:
 
 
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.pipeline import plan_from_spec
 
     rank = require_library("opdesign.pipeline", "rank_spec")
     spec_file, spec = _spec_file(root, args.spec_path)
-    return rank(spec, plan_from_spec_file(spec_file), args.top, args.include_rejected)
+    return rank(spec, plan_from_spec(spec, spec_file), args.top, args.include_rejected)
 
 
 # --- estimate_golden ---

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from markdown_it import MarkdownIt
 from pydantic import BaseModel, ValidationError
 
 from opdesign.catalog.models import (
@@ -183,6 +182,8 @@ def read_index(index_file: Path, rel: str | None = None) -> list[dict[str, str]]
 
     Raises CatalogError if the file has no table or the headers are not :data:`INDEX_COLUMNS`.
     """
+    from markdown_it import MarkdownIt  # only the index check parses Markdown: loading cards does not
+
     tokens = MarkdownIt("commonmark").enable("table").parse(index_file.read_text(encoding="utf-8"))
     rows: list[list[str]] = []
     for i, token in enumerate(tokens):

@@ -13,7 +13,8 @@ from opdesign.costmodel.rank import (
     parameter_table,
     rank_candidates,
     tuning_candidates,
+    tuning_from_ranking,
 )
 
 __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
-           "tuning_candidates"]
+           "tuning_candidates", "tuning_from_ranking"]

@@ -29,6 +29,7 @@ from opdesign.costmodel.isa import (
 from opdesign.costmodel.space import (
     PV_FACTORS,
     QK_FACTORS,
+    RULE_ORDER,
     STREAM_COUNTS,
     TILE_MIN,
     VEC_AREAS,
@@ -37,13 +38,13 @@ from opdesign.costmodel.space import (
     context,
     enumerate_candidates,
 )
-from opdesign.costmodel.stages import STAGES, CostParams, core_loads, score, useful_streams
+from opdesign.costmodel.stages import STAGES, CostParams, core_loads, group_rows, score, useful_streams
 from opdesign.plan.models import Plan
 from opdesign.plan.tiles import cube_align
 from opdesign.spec import Spec
 
 __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
-           "tuning_candidates"]
+           "tuning_candidates", "tuning_from_ranking"]
 
 KNOBS = ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor", "head_group", "streams")
 _ARRAY = {"q_tile": "q", "kv_tile": "kv", "qk_tile": "qk", "pv_tile": "pv", "unroll_factor": "u",
@@ -152,6 +153,28 @@ def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -
     return int(hit[np.argmax(c["u"][hit])]) if len(hit) else None
 
 
+#: candidates scored at a time: the stage formulas are element-wise, so chunks give the same figures
+#: while their temporaries stay a few MiB however large the space (seq 1M: ~300k candidates)
+SCORE_CHUNK = 1 << 15
+
+
+def _score_in_chunks(ctx, c: dict[str, np.ndarray], params: CostParams, load: dict[str, np.ndarray]) -> dict:
+    n = len(c["q"])
+    if n <= SCORE_CHUNK:
+        return score(ctx, c, params, load)
+    parts = [score(ctx, {k: v[i:i + SCORE_CHUNK] for k, v in c.items()}, params,
+                   {k: v[i:i + SCORE_CHUNK] for k, v in load.items()}) for i in range(0, n, SCORE_CHUNK)]
+    return {**{k: np.concatenate([p[k] for p in parts]) for k in ("stages", "score", "bottleneck", "epilogue")},
+            **load}
+
+
+def _rule_counts(rules) -> dict[str, int]:
+    """Candidates breaking each rule (one may break several), in ``RULE_ORDER``."""
+    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
+               "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
+    return {k: int(by_rule[k].sum()) for k in RULE_ORDER}
+
+
 def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
                     params: CostParams | None = None) -> Ranking:
     """Enumerate, check and rank the candidates around a plan's tiles.
@@ -173,19 +196,39 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     c = enumerate_candidates(ctx)
     load = core_loads(ctx, c)
     keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
-    c, load = ({k: v[keep] for k, v in d.items()} for d in (c, load))
-    rules = check_rules(ctx, c)
-    legal = rules.legal
-    scored = score(ctx, c, params, load)
-    key = (-(c["vr"] * c["vc"]), -c["pv"], -c["qk"], -c["kv"], -c["q"], c["u"], c["g"], c["s"], scored["score"])
-    order = np.lexsort(key)
-    legal_order = order[legal[order]]
-    rank_of = {int(i): r + 1 for r, i in enumerate(legal_order)}
+    for d in (c, load):  # column by column: one filtered copy alive at a time
+        for k in d:
+            d[k] = d[k][keep]
+    enumerated = len(c["q"])
+    if include_rejected:
+        rules = check_rules(ctx, c)
+        legal, rejected_by_rule = rules.legal, _rule_counts(rules)
+    else:  # rules checked in chunks; only legal candidates are scored and sorted (same order among themselves)
+        parts = [check_rules(ctx, {k: v[i:i + SCORE_CHUNK] for k, v in c.items()})
+                 for i in range(0, enumerated, SCORE_CHUNK)]
+        legal = np.concatenate([r.legal for r in parts])
+        rejected_by_rule = {k: sum(_rule_counts(r)[k] for r in parts) for k in RULE_ORDER}
+        del parts
+        for d in (c, load):
+            for k in d:
+                d[k] = d[k][legal]
+        legal = np.ones(len(c["q"]), dtype=bool)
+    scored = _score_in_chunks(ctx, c, params, load)
+
+    def sort(idx: np.ndarray) -> np.ndarray:  # stable: the order of candidates ``idx`` keeps among themselves
+        key = (-(c["vr"][idx] * c["vc"][idx]), -c["pv"][idx], -c["qk"][idx], -c["kv"][idx], -c["q"][idx],
+               c["u"][idx], c["g"][idx], c["s"][idx], scored["score"][idx])
+        return idx[np.lexsort(key)]
+
+    order = sort(np.arange(len(legal))) if include_rejected else None
+    legal_order = order[legal[order]] if include_rejected else sort(np.flatnonzero(legal))
+    rank_of = np.zeros(len(legal), dtype=np.int64)  # 1-based rank of each legal candidate, 0 when illegal
+    rank_of[legal_order] = np.arange(1, len(legal_order) + 1)
     chosen_i = _chosen_index(plan, c, legal_order)
 
     def row(i: int) -> CandidateRow:
         st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}
-        return CandidateRow(**_candidate(c, i, ctx.static_range), rank=rank_of[i], score_cycles=int(scored["score"][i]),
+        return CandidateRow(**_candidate(c, i, ctx.static_range), rank=int(rank_of[i]), score_cycles=int(scored["score"][i]),
                             stages=st, bottleneck=STAGES[int(scored["bottleneck"][i])],
                             task_count=int(scored["task_count"][i]), tasks_per_core=int(scored["tasks"][i]),
                             cores_busy=int(scored["cores_busy"][i]), epilogue_cycles=int(round(scored["epilogue"][i])),
@@ -194,18 +237,15 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     align = cube_align(spec.dtype)
     rejected = []
     if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
-        geometry = np.stack([c[k] for k in ("q", "kv", "qk", "pv", "vr", "vc")], axis=1)[order]
-        first = np.sort(np.unique(geometry, axis=0, return_index=True)[1])
+        first = np.sort(group_rows(*(c[k][order] for k in ("q", "kv", "qk", "pv", "vr", "vc")))[0])
         rejected_order = order[first][~legal[order[first]]]
         rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range), rejected_reason=rules.reason(int(i), c, align),
                                 rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
-    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
-               "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
     return Ranking(
-        op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=len(c["q"]), legal=int(legal.sum()),
-        rejected_by_rule={k: int(v.sum()) for k, v in by_rule.items()},
+        op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=enumerated, legal=int(legal.sum()),
+        rejected_by_rule=rejected_by_rule,
         rows=[row(int(i)) for i in legal_order[:top]], rejected=rejected,
-        chosen_rank=rank_of.get(chosen_i) if chosen_i is not None else None,
+        chosen_rank=int(rank_of[chosen_i]) if chosen_i is not None else None,
         chosen=row(chosen_i) if chosen_i is not None else None, parameters=parameter_table(params),
     )
 
@@ -218,7 +258,11 @@ def tuning_candidates(spec: Spec, plan: Plan, n: int = 3, *, params: CostParams 
     the plan's tiles, None when the plan's tiles are not in the space) and
     ``changes`` (``"kv_tile: 1024 -> 2048"`` for every knob that differs).
     """
-    ranking = rank_candidates(spec, plan, top=n + 1, params=params)
+    return tuning_from_ranking(rank_candidates(spec, plan, top=n + 1, params=params), n)
+
+
+def tuning_from_ranking(ranking: Ranking, n: int = 3) -> list[dict[str, Any]]:
+    """:func:`tuning_candidates` from a ranking already made (it needs ``top >= n + 1`` rows)."""
     chosen = ranking.chosen
     out = []
     for r in ranking.rows:

@@ -32,7 +32,6 @@ from math import ceil
 import numpy as np
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
-from opdesign.plan.blocks import kv_block_ranges
 from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS
 from opdesign.plan.models import Plan
 from opdesign.plan.tiles import align_up, choose_cube_tiles, cube_align, vec_cols_v2
@@ -115,10 +114,36 @@ def _axis_choices(ctx: Context, seq: int, planned: int, fixed: bool) -> list[int
     return sorted(set(_pow2_upto(seq)) | {planned})
 
 
-def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> list[int]:
-    """KV blocks each q block visits (mask-aware, :func:`opdesign.plan.blocks.kv_block_ranges`)."""
+def block_counts(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int,
+                 window: int | None = None) -> np.ndarray:
+    """Valid KV blocks per q block, int64: the vectorised twin of
+    :func:`opdesign.plan.blocks.kv_block_ranges` (same bottom-right aligned bounds, same counts).
+
+    Row ``last`` of q block ``i`` is ``min((i + 1) q_tile, seq_q) - 1``, so its exclusive column
+    bound ``min(seq_kv, last + seq_kv - seq_q + 1)`` is ``min(seq_kv, (i + 1) q_tile + seq_kv - seq_q)``.
+    """
+    nq = -(-seq_q // q_tile)
+    if mask not in ("causal", "sliding_window"):
+        return np.full(nq, -(-seq_kv // kv_tile), dtype=np.int64)
+    offset = seq_kv - seq_q
+    hi = np.arange(1, nq + 1, dtype=np.int64)
+    hi *= q_tile
+    hi += offset
+    np.minimum(hi, seq_kv, out=hi)  # exclusive column bound per q block
+    if mask == "causal":  # lo = 0: no column when hi <= 0, else ceil(hi / kv_tile) blocks
+        np.maximum(hi, 0, out=hi)
+        hi += kv_tile - 1
+        hi //= kv_tile
+        return hi
+    lo = np.arange(nq, dtype=np.int64) * q_tile + (offset - window + 1)
+    np.maximum(lo, 0, out=lo)
+    return np.where(hi <= lo, 0, -(-hi // kv_tile) - lo // kv_tile)
+
+
+def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> np.ndarray:
+    """KV blocks each q block visits (mask-aware, :func:`block_counts`)."""
     s = ctx.spec.shape
-    return [n for _, n in kv_block_ranges(ctx.spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)]
+    return block_counts(ctx.spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)
 
 
 def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
@@ -143,14 +168,19 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     unrolls = sorted(plan.unroll.candidates)  # the variant's tuning candidates
     groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
 
-    geo, seen = [], set()
+    geo, seen, cubes = [], set(), {}
     for q in qs:
         for kv in kvs:
-            steps_max = max(valid_blocks(ctx, q, kv))
+            steps_max = int(valid_blocks(ctx, q, kv).max())
             for qk in qks:
                 for pv in pvs:
-                    cube = choose_cube_tiles(spec, ctx.form, q, kv, card, qk_tile=qk, pv_tile=pv)
-                    c1, c2 = cube["C1"], cube["C2"]
+                    # the cube tiles see q only up to qk and kv only up to max(qk, pv) (choose_cube_tiles clips
+                    # the tile to them): one call per clipped pair
+                    clipped = (min(q, qk), min(kv, max(qk, pv)), qk, pv)
+                    if clipped not in cubes:
+                        cubes[clipped] = choose_cube_tiles(spec, ctx.form, clipped[0], clipped[1], card,
+                                                           qk_tile=qk, pv_tile=pv)
+                    c1, c2 = cubes[clipped]["C1"], cubes[clipped]["C2"]
                     key = (q, kv, c1.m, c1.n, c2.k)
                     if key in seen:
                         continue
@@ -162,19 +192,20 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
                         geo.append((q, kv, qk, pv, vr, vc, *c1.m, *c1.k, *c1.n, *c2.k, *c2.n, steps_max))
     g = np.array(geo, dtype=np.int64)
     knobs = np.array([(u, hg, st) for u in unrolls for hg in groups for st in STREAM_COUNTS], dtype=np.int64)
-    gi = np.repeat(np.arange(len(g)), len(knobs))
-    ki = np.tile(np.arange(len(knobs)), len(g))
     cols = ("q", "kv", "qk", "pv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "k20", "k21", "n20", "n21",
             "steps_max")
-    out = {name: g[gi, i] for i, name in enumerate(cols)}
-    out.update(u=knobs[ki, 0], g=knobs[ki, 1], s=knobs[ki, 2])
     # unroll factors at or above the longest KV loop behave alike: keep the smallest of them;
     # a static range (performance form, <= static_kv_max_tiles steps) traces the whole loop: factor 1 only.
-    static = out["steps_max"] <= ctx.static_range
+    # Decided per (geometry, knob) before the candidate columns are built, so only kept rows are materialised.
+    steps = g[:, cols.index("steps_max")]
     ladder = np.array(unrolls)
-    u_cap = ladder[np.minimum(np.searchsorted(ladder, out["steps_max"]), len(ladder) - 1)]
-    keep = np.where(static, out["u"] == 1, out["u"] <= u_cap)
-    return {k: v[keep] for k, v in out.items()}
+    u_cap = ladder[np.minimum(np.searchsorted(ladder, steps), len(ladder) - 1)]
+    u = knobs[None, :, 0]
+    keep = np.where((steps <= ctx.static_range)[:, None], u == 1, u <= u_cap[:, None])
+    gi, ki = np.divmod(np.flatnonzero(keep), len(knobs))
+    out = {name: g[:, i][gi] for i, name in enumerate(cols)}
+    out.update(u=knobs[:, 0][ki], g=knobs[:, 1][ki], s=knobs[:, 2][ki])
+    return out
 
 
 @dataclass

@@ -87,9 +87,9 @@ def _xfer(ctx: Context, path: str, count, nbytes):
 
 def _per_shape(rows: np.ndarray, cols: np.ndarray, fn) -> np.ndarray:
     """Evaluate scalar ``fn(rows, cols)`` once per distinct shape and spread it over the arrays."""
-    pairs, inv = np.unique(np.stack([rows, cols], axis=1), axis=0, return_inverse=True)
-    values = np.array([fn(int(r), int(c)) for r, c in pairs], dtype=float)
-    return values[inv.reshape(-1)]
+    first, inv = group_rows(rows, cols)
+    values = np.array([fn(int(rows[i]), int(cols[i])) for i in first.tolist()], dtype=float)
+    return values[inv]
 
 
 def _sum(ops: tuple[str, ...], rows: int, cols: int) -> int:
@@ -162,6 +162,45 @@ def allocation_matrix(pattern: np.ndarray, cores: int, repeats: int) -> np.ndarr
     return out
 
 
+def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first row of each distinct row, group of every row) for parallel integer columns,
+    groups in lexicographic row order: ``np.unique(np.stack(cols, axis=1), axis=0, return_index=True,
+    return_inverse=True)`` on one packed int64 key instead of sorted rows (the columns are packed by
+    value when their ranges fit, else by their distinct-value codes)."""
+    lows = [int(col.min()) if len(col) else 0 for col in cols]
+    spans = [int(col.max()) - lo + 1 if len(col) else 1 for col, lo in zip(cols, lows)]
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    total = 1
+    for span in spans:
+        total *= span
+    for col, lo, span in zip(cols, lows, spans):
+        if total < 2 ** 62:
+            key = key * span + (col - lo)
+        else:
+            values, code = np.unique(col, return_inverse=True)
+            key = key * len(values) + code.reshape(-1)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1)
+
+
+def _split_ends(mid: np.ndarray, period: int, cores: int, repeats: int) -> np.ndarray:
+    """Blocks on cores ``0..c`` for each core ``c`` of the contiguous greedy split of a pattern with
+    doubled midpoints ``mid`` and total ``period``, repeated ``repeats`` times: the closed form of
+    :func:`opdesign.plan.blocks.greedy_balance` (one division and one bisection per core)."""
+    n = len(mid)
+    bound = np.arange(1, cores, dtype=np.int64) * (2 * repeats * period)
+    full = np.clip(-(-(bound - int(mid[-1]) * cores) // (2 * period * cores)), 0, repeats)
+    part = np.searchsorted(mid, -(-(bound - 2 * full * period * cores) // cores), side="left")
+    ends = full * n + np.where(full == repeats, 0, part)
+    return np.append(ends, repeats * n)
+
+
+def _prefix_before(k: int, prefix: np.ndarray) -> int:
+    """Sum of the first ``k`` values of a pattern repeated without end (``prefix``: its inclusive running sums)."""
+    copies, rest = divmod(k, len(prefix))
+    return copies * int(prefix[-1]) + (int(prefix[rest - 1]) if rest else 0)
+
+
 def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Busiest-core figures after the FAI greedy split of units (batch, head group, q block).
 
@@ -170,28 +209,50 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     the busiest core), ``units`` and ``roots`` (q blocks x heads) there, ``bodies``
     (dispatched loop bodies: ``ceil(k / unroll_factor)`` per unit, one per unit for a
     static range), ``cores_busy`` and ``task_count`` (all cores).
+
+    The busiest core holds a contiguous run of units, so each ``(q, kv)`` tile pair costs one
+    pass over its q blocks (counts, running sums) and each head group a closed-form split
+    (:func:`_split_ends`, ``O(cores log q blocks)``), never one step per unit.
     """
     s = ctx.spec.shape
     cores = ctx.device.aic_cores
-    keys = np.stack([c["q"], c["kv"], c["g"], c["u"]], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    table = np.zeros((len(uniq), 6))
-    split: dict[tuple[int, int, int], tuple] = {}
-    for i, (q, kv, g, u) in enumerate(uniq.tolist()):
-        if (q, kv, g) not in split:
-            # the per-(batch, head group) pattern of valid KV blocks, repeated: split in closed form
-            ks = np.array(valid_blocks(ctx, q, kv), dtype=np.int64)
-            counts = allocation_matrix(ks * g, cores, s.batch * (s.num_heads // g))  # [position, core]
-            loads = (counts * (ks * g)[:, None]).sum(axis=0).astype(np.float64)
-            busy = counts[:, int(np.argmax(loads))]
-            ks_busy, copies = ks[busy > 0], busy[busy > 0]
-            static = max(int(ks.max(initial=0)), 1) <= ctx.static_range
-            split[(q, kv, g)] = (ks_busy, copies, loads, static)
-        ks_busy, copies, loads, static = split[(q, kv, g)]
-        bodies = (copies * (ks_busy > 0)).sum() if static else (copies * cdiv(ks_busy, u)).sum()
-        units = int(copies.sum())
-        table[i] = (loads.max(), units, units * g, bodies, np.count_nonzero(loads), loads.sum())
-    out = table[inv.reshape(-1)]
+    first, inv = group_rows(c["q"], c["kv"], c["g"], c["u"])
+    by_pair: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    for i, (q, kv, g, u) in enumerate(zip(*(c[k][first].tolist() for k in ("q", "kv", "g", "u")))):
+        by_pair.setdefault((q, kv), []).append((i, g, u))
+    table = np.zeros((len(first), 6))
+    for (q, kv), rows in by_pair.items():
+        ks = valid_blocks(ctx, q, kv)
+        prefix = np.cumsum(ks)  # inclusive running sums
+        period = int(prefix[-1])
+        static = max(int(ks.max()), 1) <= ctx.static_range
+        mid = 2 * prefix - ks  # doubled midpoint of each q block in the first copy (weights scale with g alike)
+        splits: dict[int, tuple | None] = {}
+        body_prefix: dict[int, np.ndarray] = {}  # dispatched bodies per unit, running sums, per unroll factor
+        for i, g, u in rows:
+            if g not in splits:
+                repeats = s.batch * (s.num_heads // g)
+                if period == 0 or repeats == 0:
+                    splits[g] = None
+                else:
+                    ends = _split_ends(mid, period, cores, repeats)
+                    copies, rest = np.divmod(ends, len(ks))
+                    at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * g
+                    loads = np.diff(at, prepend=0).astype(np.float64)
+                    busy = int(np.argmax(loads))
+                    splits[g] = (float(loads.max()), int(np.count_nonzero(loads)), float(loads.sum()),
+                                 int(ends[busy - 1]) if busy else 0, int(ends[busy]))
+            if splits[g] is None:
+                continue  # no valid block: every figure 0
+            tasks, busy_cores, total, start, end = splits[g]
+            per_body = 0 if static else u  # static: one body per unit that has a block
+            if per_body not in body_prefix:
+                body_prefix[per_body] = (np.cumsum(ks > 0) if static else prefix if u == 1
+                                         else np.cumsum(-(-ks // u)))
+            bodies = _prefix_before(end, body_prefix[per_body]) - _prefix_before(start, body_prefix[per_body])
+            units = end - start
+            table[i] = (tasks, units, units * g, bodies, busy_cores, total)
+    out = table[inv]
     return {name: out[:, j] for j, name in enumerate(("tasks", "units", "roots", "bodies", "cores_busy", "task_count"))}
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from opdesign.golden.names import STATS_INPUT
 from opdesign.golden.syntax import FunctionNode, call_name, is_matmul, walk_local
 
 _MAX_CALLS = frozenset({"maximum", "fmax", "amax", "max"})
@@ -52,10 +53,6 @@ _ROLE_BY_NAME = (
 _ROLE_ORDER = {"max": 0, "sum": 1, "weighted_sum": 2, "other": 3}
 _GRAD_OUTPUT = re.compile(r"^(d_?|grad_?)(q|k|v|query|key|value)(_\w+)?$")
 _UPSTREAM_GRAD = re.compile(r"^(dout|d_?o|do_|d_?out(put)?|grad_?o|grad_?out(put)?|dy|grad_y)$")
-STATS_INPUT = re.compile(
-    r"^(l|m|li|mi|l_i|m_i|lse|logsumexp|softmax_(lse|max|sum|stats?)|"
-    r"(row|fwd|forward|stats?)_(max|sum|lse|l|m)|(max|sum|lse|l|m)_(fwd|forward|stats?|in|input))$"
-)
 
 SK16_MIN_MATMULS = 5  # SK-16 "When": two matmuls in C1, three in C2
 

@@ -7,6 +7,7 @@ blocks over the cube cores).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from math import ceil
 
 from opdesign.plan.models import Balance, CoreLoad, text
@@ -74,10 +75,62 @@ def greedy_allocation(weights: list[int], cores: int, repeats: int = 1) -> list[
     return alloc
 
 
+class _Split:
+    """Closed form of the contiguous greedy split of ``weights`` repeated ``repeats`` times.
+
+    Block ``j`` of copy ``r`` sits at doubled midpoint ``M = 2 (r P + prefix_j) + w_j`` (``P`` the
+    pattern's total); it goes to core ``min(cores - 1, floor(M cores / (2 R P)))``. ``M`` never
+    decreases along the blocks, so the blocks of cores ``0..c`` are a prefix of the sequence whose
+    length (:meth:`ends`) is one division and one bisection per core: ``O(len(weights))`` once,
+    then ``O(cores log len(weights))`` per core count (:func:`balance` tries every count).
+    """
+
+    def __init__(self, weights: list[int], repeats: int) -> None:
+        self.n, self.repeats = len(weights), repeats
+        self.prefix = [0] * (self.n + 1)  # prefix[i] = sum(weights[:i])
+        self.mid = [0] * self.n  # doubled midpoint of each block in the first copy
+        acc = 0
+        for j, w in enumerate(weights):
+            self.mid[j] = 2 * acc + w
+            acc += w
+            self.prefix[j + 1] = acc
+        self.period = acc
+
+    def _weight_before(self, k: int) -> int:
+        """Total weight of the first ``k`` blocks of the repeated sequence."""
+        copies, rest = divmod(k, self.n)
+        return copies * self.period + self.prefix[rest]
+
+    def ends(self, cores: int) -> list[int]:
+        """Blocks on cores ``0..c`` for each core ``c`` (a running count over the repeated sequence)."""
+        n, reps, period = self.n, self.repeats, self.period
+        last_mid = self.mid[-1]
+        out = []
+        for core in range(cores - 1):
+            bound = (core + 1) * 2 * reps * period  # block on a core <= this one iff M * cores < bound
+            full = min(reps, max(0, -(-(bound - last_mid * cores) // (2 * period * cores))))
+            part = 0 if full == reps else bisect_left(self.mid, -(-(bound - 2 * full * period * cores) // cores))
+            out.append(full * n + part)
+        out.append(reps * n)
+        return out
+
+    def balance(self, cores: int) -> tuple[list[int], list[int]]:
+        """(core weights, q blocks per core)."""
+        if cores <= 0:
+            return [], []
+        if self.period == 0 or self.repeats == 0:
+            return [0] * cores, [0] * cores
+        loads, counts, start = [], [], 0
+        for end in self.ends(cores):
+            loads.append(self._weight_before(end) - self._weight_before(start))
+            counts.append(end - start)
+            start = end
+        return loads, counts
+
+
 def greedy_balance(weights: list[int], cores: int, repeats: int = 1) -> tuple[list[int], list[int]]:
-    """(core weights, q blocks per core) of :func:`greedy_allocation`."""
-    alloc = greedy_allocation(weights, cores, repeats)
-    return ([sum(weights[p] * n for p, n in core) for core in alloc], [sum(n for _, n in core) for core in alloc])
+    """(core weights, q blocks per core) of :func:`greedy_allocation`, from the closed form (:class:`_Split`)."""
+    return _Split(weights, repeats).balance(cores)
 
 
 def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
@@ -86,13 +139,14 @@ def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
     ``weights`` are the valid KV blocks per q block of one (batch, head), repeated
     ``repeats`` times (see :func:`greedy_balance`).
     """
-    loads, counts = greedy_balance(weights, cores, repeats)
+    split = _Split(weights, repeats)
+    loads, counts = split.balance(cores)
     total = sum(weights) * repeats
     mean = total / cores if cores else 0.0
     worst = max(loads) if loads else 0
     fewer = None
     for c in range(1, cores):
-        if max(greedy_balance(weights, c, repeats)[0]) <= worst:
+        if max(split.balance(c)[0]) <= worst:
             fewer = c
             break
     imbalance = worst / mean if mean else 1.0

@@ -32,10 +32,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from opdesign.paths import ENV_CACHE_DIR, cache_root  # noqa: F401  (ENV_CACHE_DIR: the documented name)
+
 from ._lazy import import_pypto, import_torch, require_supported_release
 
 LIB_NAME = "libtile_fwk_calculator.so"
-ENV_CACHE_DIR = "OPDESIGN_CACHE_DIR"
 
 
 @dataclass
@@ -48,18 +49,6 @@ class CalculatorInfo:
     build_seconds: float  # compile time (0 when reused)
     load_seconds: float  # ctypes load (+ lock wait) time
     already_loaded: bool  # the process had a calculator before this call
-
-
-def cache_root() -> Path:
-    """The opdesign cache folder: ``$OPDESIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/opdesign``.
-
-    ``XDG_CACHE_HOME`` defaults to ``~/.cache``. The folder is not created here.
-    """
-    env = os.environ.get(ENV_CACHE_DIR)
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg).expanduser() / "opdesign"
 
 
 def _source_digest(src_dir: Path) -> str:

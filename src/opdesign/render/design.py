@@ -9,12 +9,19 @@ the skeleton's template folder (``templates/<id>/``) and its registered
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
+import sys
+from functools import cache
 from typing import Any, Literal
 
+import jinja2
 import yaml
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
+from jinja2.bccache import Bucket
 
-from opdesign.paths import data_dir
+from opdesign.paths import cache_root, data_dir
 from opdesign.plan.models import Plan
 from opdesign.pypto_run.selfcheck import HARNESS_MARKER
 from opdesign.render.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
@@ -30,16 +37,46 @@ def _cell(value: Any) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or "-"
 
 
+#: Environment options: part of the bytecode cache folder name, so compiled templates never outlive them.
+_ENV_OPTIONS = {"undefined": StrictUndefined, "keep_trailing_newline": True, "trim_blocks": True,
+                "lstrip_blocks": True, "autoescape": False, "finalize": say_any}
+
+
+class _BytecodeCache(FileSystemBytecodeCache):
+    """Compiled templates kept between processes in ``cache_root()/jinja/<jinja, python, options>``.
+
+    Jinja keys an entry by template name and file and stores the source checksum with it: a
+    template whose text changed is compiled again, never served stale. A cache folder the file
+    system refuses, or an unreadable entry, only means compiling in this process.
+    """
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> _BytecodeCache:
+    options = ";".join(f"{k}={getattr(v, '__qualname__', v)}" for k, v in sorted(_ENV_OPTIONS.items()))
+    tag = hashlib.sha256(options.encode()).hexdigest()[:12]
+    version = f"jinja{jinja2.__version__}-py{sys.version_info[0]}{sys.version_info[1]}-{tag}"
+    return _BytecodeCache(str(cache_root() / "jinja" / version), "%s.cache")
+
+
+@cache
 def _env() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(str(data_dir("templates"))),
-        undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-        finalize=say_any,
-    )
+    """The process's one Jinja environment: templates compile once per process (and once per
+    source text across processes, :class:`_BytecodeCache`)."""
+    env = Environment(loader=FileSystemLoader(str(data_dir("templates"))), bytecode_cache=_bytecode_cache(),
+                      **_ENV_OPTIONS)
     env.filters["cell"] = _cell
     env.filters["py"] = repr
     env.filters["kib"] = lambda b: f"{b / 1024:.2f} KiB"

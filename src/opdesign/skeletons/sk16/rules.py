@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from opdesign.golden.attention import STATS_INPUT
+from opdesign.golden.names import STATS_INPUT
 from opdesign.skeletons.sk16 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, call_name, dotted, keyword

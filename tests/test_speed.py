@@ -1,0 +1,110 @@
+"""Start-up and render-speed behaviour (issue 15): what each command imports, the shared Jinja
+environment and its bytecode cache, the libyaml SPEC loader. Figures are in benchmarks/bench_startup.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from jinja2 import Environment, FileSystemLoader
+
+from conftest import EXAMPLES
+from opdesign.render import design
+from opdesign.yamlload import safe_load
+
+REPO_GOLDEN = EXAMPLES.parents[1] / "tests" / "goldens" / "dense_forward_golden.py"
+HEAVY = ("numpy", "jinja2", "opdesign.costmodel", "opdesign.catalog")
+
+_PROBE = """
+import contextlib, io, json, sys
+argv = json.loads(sys.argv[1])
+sys.argv = ["opdesign", *argv]
+from opdesign.cli import main
+code = None
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exit:
+        code = exit.code
+print(json.dumps({"code": code, "loaded": [m for m in %r if m in sys.modules]}))
+"""
+
+
+def _loaded(argv: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", _PROBE % (HEAVY,), json.dumps(argv)], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("argv,allowed", [
+    (["--help"], []),
+    (["golden", str(REPO_GOLDEN)], []),
+    (["golden", str(REPO_GOLDEN), "--json"], []),
+    (["rules"], ["opdesign.catalog"]),
+    (["cards", "list"], ["opdesign.catalog"]),
+    (["cards", "show", "SK-01"], ["opdesign.catalog"]),
+])
+def test_light_commands_load_neither_numpy_nor_jinja_nor_the_cost_model(argv, allowed) -> None:
+    result = _loaded(argv)
+    assert result["code"] == 0
+    assert result["loaded"] == allowed
+
+
+def test_estimate_does_not_load_the_cost_model() -> None:
+    result = _loaded(["estimate", "--spec", str(EXAMPLES / "dense_fa_8192.yaml")])
+    assert result["code"] == 0 and "opdesign.costmodel" not in result["loaded"] and "numpy" not in result["loaded"]
+
+
+def test_one_jinja_environment_per_process() -> None:
+    assert design._env() is design._env()
+    assert isinstance(design._env().bytecode_cache, design._BytecodeCache)
+
+
+def test_bytecode_cache_recompiles_an_edited_template(tmp_path) -> None:
+    templates, cache = tmp_path / "t", tmp_path / "cache"
+    templates.mkdir()
+    (templates / "a.j2").write_text("one {{ x }}\n")
+
+    def render() -> str:
+        env = Environment(loader=FileSystemLoader(str(templates)), bytecode_cache=design._BytecodeCache(str(cache)))
+        return env.get_template("a.j2").render(x=1)
+
+    assert render() == "one 1"
+    assert len(list(cache.iterdir())) == 1  # compiled once, stored
+    assert render() == "one 1"  # from the cache
+    (templates / "a.j2").write_text("two {{ x }}\n")
+    assert render() == "two 1"  # the changed source is compiled again, never served stale
+
+
+def test_bytecode_cache_in_a_refused_folder_only_means_compiling(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    templates = tmp_path / "t"
+    templates.mkdir()
+    (templates / "a.j2").write_text("{{ x }}!")
+    env = Environment(loader=FileSystemLoader(str(templates)),
+                      bytecode_cache=design._BytecodeCache(str(blocker / "cache")))
+    assert env.get_template("a.j2").render(x=3) == "3!"
+
+
+def _outcome(fn, text):
+    try:
+        return ("ok", fn(text))
+    except RecursionError:
+        return ("recursion",)
+    except yaml.YAMLError as err:
+        return ("yaml", str(err))
+
+
+@pytest.mark.parametrize("text", [
+    (EXAMPLES / "causal_gqa_tail.yaml").read_text(),
+    (EXAMPLES / "sk16_backward_lm.yaml").read_text(),
+    "a: 1\na: 2\n", "a: [1, 2\n", "a: b: c\n", "key: 'unterminated\n", "- 1\n- [2, {x: 1e3, y: .5, z: 0o17}]\n",
+    "x: !!python/object:os.system ls\n", "[" * 40 + "]" * 40, "[" * 400 + "]" * 400, "[" * 5000 + "]" * 5000,
+    "{a: " * 200 + "1" + "}" * 200, "\t- tab\n", "",
+])
+def test_spec_yaml_loader_matches_safe_load(text) -> None:
+    assert _outcome(safe_load, text) == _outcome(yaml.safe_load, text)
