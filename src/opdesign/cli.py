@@ -183,25 +183,23 @@ def cards_show(
 
 @app.command("rules")
 def rules(
-    rule_id: str | None = typer.Argument(None, metavar="ID",
-                                         help="Show one rule, e.g. C-TILE-02 or SK-01-R4; omit to list all."),
+    rule_id: str | None = typer.Argument(None, metavar="ID", help="a rule (C-TILE-02, SK-01-R4) in full, or "
+                                         "a card / family (SK-01, C-TILE) as its rules; omit to list all"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON.", metavar=FLAG),
     quiet: bool = quiet_option(),
 ) -> None:
     """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
-    from opdesign.validate.rulebook import explain, explain_text, rule_rows
+    from opdesign.validate.rulebook import lookup_text, row_line, rule_rows
 
-    if rule_id is not None:
-        entry = explain(rule_id)
-        typer.echo(entry.model_dump_json(indent=2) if as_json else explain_text(entry.id, _value_lines))
+    if rule_id is not None:  # a rule in full; a card (SK-01) or family (C-TILE) id lists its rules
+        typer.echo(lookup_text(rule_id, as_json, _value_lines))
         return
     rows = rule_rows()
     if as_json:
         _echo_json(rows)
         return
     for row in rows:
-        mark = "*" if row["checked_by_validator"] else " "
-        typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
+        typer.echo(row_line(row))
     note("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
 
 
