@@ -29,7 +29,7 @@ def _mutate(path, value):
 
 BAD = [
     (("dtype",), KeyError, "dtype: Field required"),
-    (("dynamic_axes",), [], "dynamic_axes: List should have at least 1 item"),
+    (("dynamic_axes",), [], "dynamic_axes: the CANNBot contract needs at least one real dynamic axis"),
     (("dynamic_axes", 0, "range"), [4096, 1], "dynamic_axes.0.range: range lo (4096) must not exceed hi (1)"),
     (("shape", "num_kv_heads"), 3, "shape: num_heads (8) must be a multiple of num_kv_heads (3)"),
     (("shape", "head_dim"), 72, "shape.head_dim: head_dim 72 is not a multiple of 16 for bf16"),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from opdesign.cliout import FLAG, note, print_version, quiet_option
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
 from opdesign.render.headings import DEFAULT_LANG
 
@@ -22,15 +23,26 @@ if TYPE_CHECKING:
     from opdesign.catalog import Card
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion [bash|zsh|fish|powershell|pwsh]
     no_args_is_help=True,
     help="Design and lint PyPTO attention operators for Ascend NPUs.",
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: metavars and choices, no <str> / <bool> type labels
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 cards_app = typer.Typer(no_args_is_help=True, help="Skeleton (SK) and atom (AT) pattern cards.")
 schema_app = typer.Typer(no_args_is_help=True, help="JSON Schemas of opdesign inputs.")
 app.add_typer(cards_app, name="cards")
 app.add_typer(schema_app, name="schema")
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="print `opdesign X.Y.Z` and exit", is_eager=True,
+                                 callback=print_version, metavar=FLAG),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Design and lint PyPTO attention operators for Ascend NPUs."""
 
 
 # Commands raise OpdesignError; main() turns it into "error: <code>: <message>"
@@ -41,7 +53,7 @@ app.add_typer(schema_app, name="schema")
 
 
 @schema_app.command("spec")
-def schema_spec() -> None:
+def schema_spec(quiet: bool = quiet_option()) -> None:
     """Print the JSON Schema of the SPEC."""
     from opdesign.spec import spec_json_schema
 
@@ -50,8 +62,9 @@ def schema_spec() -> None:
 
 @app.command()
 def estimate(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file"),
-    as_json: bool = typer.Option(False, "--json", help="print the Plan as JSON"),
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file", metavar="FILE"),
+    as_json: bool = typer.Option(False, "--json", help="print the Plan as JSON", metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Decide the design numbers of a SPEC (skeleton, form, tiles, budgets, counts)."""
     from opdesign.pipeline import plan_from_spec_file
@@ -68,13 +81,14 @@ def estimate(
 
 @app.command()
 def new(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file"),
-    out: Path = typer.Option(None, "--out", help="output folder (default: ./<op_name>)"),
-    lang: str = typer.Option(DEFAULT_LANG, "--lang",
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file", metavar="FILE"),
+    out: Path = typer.Option(None, "--out", help="output folder (default: ./<op_name>)", metavar="DIR"),
+    lang: str = typer.Option(DEFAULT_LANG, "--lang", metavar="[zh|en]", autocompletion=lambda: ["zh", "en"],
                              help="DESIGN.md headings: zh (default; the Chinese headings pass the CANNBot "
                                   "contract, references/artifacts.yaml) or en (English headings: readable, "
                                   "but the CANNBot validator reports every chapter missing)"),
-    force: bool = typer.Option(False, "--force", help="overwrite existing files"),
+    force: bool = typer.Option(False, "--force", help="overwrite existing files", metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
     from opdesign.errors import InputError
@@ -84,10 +98,10 @@ def new(
         raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
     result = new_design(spec, out, lang=lang, force=force)
     for path in result.files:
-        typer.echo(f"wrote {path}")
+        note(f"wrote {path}")
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
-    typer.echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
+    note(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
                f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
 # === cards / rules ===
@@ -145,7 +159,8 @@ def _card_text(card: Card) -> str:
 
 
 @cards_app.command("list")
-def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
+def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.", metavar=FLAG),
+               quiet: bool = quiet_option()) -> None:
     """List every skeleton and atom card: id, type, title, tags."""
     from opdesign.catalog import load_catalog
 
@@ -160,8 +175,9 @@ def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON 
 
 @cards_app.command("show")
 def cards_show(
-    card_id: str = typer.Argument(..., help="Card id, e.g. SK-01 or AT-17."),
-    as_json: bool = typer.Option(False, "--json", help="Print the card as a JSON object."),
+    card_id: str = typer.Argument(..., help="Card id, e.g. SK-01 or AT-17.", metavar="ID"),
+    as_json: bool = typer.Option(False, "--json", help="Print the card as a JSON object.", metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Show one card: its structured fields, then its explanation."""
     from opdesign.catalog import load_catalog
@@ -175,24 +191,24 @@ def cards_show(
 
 @app.command("rules")
 def rules(
-    rule_id: str | None = typer.Argument(None, help="Show one rule, e.g. C-TILE-02 or SK-01-R4; omit to list all."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    rule_id: str | None = typer.Argument(None, metavar="ID", help="a rule (C-TILE-02, SK-01-R4) in full, or "
+                                         "a card / family (SK-01, C-TILE) as its rules; omit to list all"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON.", metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
-    from opdesign.validate.rulebook import explain, explain_text, rule_rows
+    from opdesign.validate.rulebook import lookup_text, row_line, rule_rows
 
-    if rule_id is not None:
-        entry = explain(rule_id)
-        typer.echo(entry.model_dump_json(indent=2) if as_json else explain_text(entry.id, _value_lines))
+    if rule_id is not None:  # a rule in full; a card (SK-01) or family (C-TILE) id lists its rules
+        typer.echo(lookup_text(rule_id, as_json, _value_lines))
         return
     rows = rule_rows()
     if as_json:
         _echo_json(rows)
         return
     for row in rows:
-        mark = "*" if row["checked_by_validator"] else " "
-        typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
-    typer.echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
+        typer.echo(row_line(row))
+    note("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
 
 
 # === golden ===
@@ -200,12 +216,16 @@ def rules(
 
 @app.command("golden")
 def golden_cmd(
-    golden: Path = typer.Argument(..., help="golden .py file (parsed with ast, never imported)"),
-    function: str = typer.Option(None, "--function", help="function to analyse (default: the one *_golden)"),
-    state_groups: int = typer.Option(None, "--state-groups", help="loop-carried state groups S (default: detected)"),
+    golden: Path = typer.Argument(..., help="golden .py file (parsed with ast, never imported)", metavar="GOLDEN.py"),
+    function: str = typer.Option(None, "--function", help="function to analyse (default: the one *_golden)",
+                                 metavar="NAME"),
+    state_groups: int = typer.Option(None, "--state-groups", help="loop-carried state groups S (default: detected)",
+                                     metavar="N"),
     cross_tile_reduce: int = typer.Option(
-        None, "--cross-tile-reduce", help="reductions across a tiled axis (default: detected)"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object (CANNBot keys + our additions)"),
+        None, "--cross-tile-reduce", help="reductions across a tiled axis (default: detected)", metavar="N"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (CANNBot keys + our additions)",
+                                 metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Estimate the module count of a golden: CANNBot signals, design parameters, attention-aware decision."""
     from opdesign.golden import estimate_golden
@@ -221,8 +241,11 @@ def golden_cmd(
 @app.command("validate")
 def validate_cmd(
     paths: list[str] = typer.Argument(..., help="DESIGN.md files, PyPTO kernel .py files or operator folders (a "
-                                               "folder means its DESIGN.md and its *_kernel.py / *_impl.py)"),
-    fmt: str = typer.Option("text", "--format", help="text, json or sarif"),
+                                               "folder means its DESIGN.md and its *_kernel.py / *_impl.py)",
+                                      metavar="PATH"),
+    fmt: str = typer.Option("text", "--format", help="text, json or sarif", metavar="[text|json|sarif]",
+                            autocompletion=lambda: ["text", "json", "sarif"]),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Check DESIGN.md files (with their eval/module_interfaces.yaml) and PyPTO kernel .py files against the rules.
 
@@ -238,8 +261,12 @@ def validate_cmd(
 
     if fmt not in FORMATTERS:
         raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
+    from opdesign.cliout import is_quiet
+    from opdesign.validate.output import format_text
+
     report = validate_paths(paths)
-    typer.echo(FORMATTERS[fmt](report), nl=False)
+    quiet_text = fmt == "text" and is_quiet()  # the findings without the "checked N files" line
+    typer.echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
     raise typer.Exit(report.exit_code)
 
 # === verify (optional extra: opdesign[pypto]) ===
@@ -247,21 +274,25 @@ def validate_cmd(
 
 @app.command("verify")
 def verify_cmd(
-    design_dir: Path = typer.Argument(..., help="design folder written by `opdesign new` (or its *_kernel.py)"),
-    config: list[str] = typer.Option(None, "--config", help="run only this typical config (repeatable)"),
-    quick: bool = typer.Option(False, "--quick", help="shrunk shapes (every shrink is stated in the output)"),
-    no_verify: bool = typer.Option(False, "--no-verify", help="compile + SIM only (verify SKIPPED)"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    design_dir: Path = typer.Argument(..., help="design folder written by `opdesign new` (or its *_kernel.py)",
+                                      metavar="DIR"),
+    config: list[str] = typer.Option(None, "--config", help="run only this typical config (repeatable)",
+                                     metavar="NAME"),
+    quick: bool = typer.Option(False, "--quick", help="shrunk shapes (every shrink is stated in the output)",
+                               metavar=FLAG),
+    no_verify: bool = typer.Option(False, "--no-verify", help="compile + SIM only (verify SKIPPED)", metavar=FLAG),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON", metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Compile, simulate (PyPTO SIM) and pass-verify DIR/<op>_kernel.py on the CPU, per typical config.
 
-    Needs the extra: pip install 'opdesign\\[pypto]'. Exit 0 when every config compiled, simulated and verified; 1 when one did not; 2 for unusable input or a missing extra.
+    Needs the extra: pip install 'opdesign[pypto]'. Exit 0 when every config compiled, simulated and verified; 1 when one did not; 2 for unusable input or a missing extra.
     """
     from opdesign.pypto_run.design import verify_dir
     from opdesign.pypto_run.selfcheck import format_report
 
     report = verify_dir(design_dir, configs=config or None, quick=quick, verify=not no_verify,
-                        progress=lambda msg: typer.echo(msg, err=True))
+                        progress=lambda msg: note(msg, err=True))
     data = report.model_dump(exclude={"passed"})
     typer.echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
     raise typer.Exit(0 if report.passed else 1)
@@ -271,10 +302,12 @@ def verify_cmd(
 
 @app.command("rank")
 def rank_cmd(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)"),
-    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected)"),
-    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON"),
-    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids"),
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)", metavar="FILE"),
+    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected; N >= 1)", metavar="N"),
+    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON", metavar=FLAG),
+    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids",
+                                       metavar=FLAG),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
     from opdesign.pipeline import plan_from_spec_file, rank_spec
@@ -292,7 +325,7 @@ _ROOT_HELP = "folder every tool path is relative to; paths resolving outside it 
 
 
 @tool_app.command("list")
-def tool_list() -> None:
+def tool_list(quiet: bool = quiet_option()) -> None:
     """Print every tool (name, description, inputSchema, outputSchema) as a JSON array."""
     from opdesign.agent.tools import tool_definitions
 
@@ -301,9 +334,11 @@ def tool_list() -> None:
 
 @tool_app.command("call")
 def tool_call(
-    name: str = typer.Argument(..., help="tool name (see `opdesign tool list`)"),
-    input_file: Path = typer.Option(None, "--input", help="read the JSON arguments from this file, not stdin"),
-    root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP),
+    name: str = typer.Argument(..., help="tool name (see `opdesign tool list`)", metavar="NAME"),
+    input_file: Path = typer.Option(None, "--input", help="read the JSON arguments from this file, not stdin",
+                                    metavar="FILE"),
+    root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP, metavar="DIR"),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Run one tool: JSON object on stdin, JSON result on stdout; errors are {"error": {...}} and exit 2."""
     from opdesign.agent.tools import main_call
@@ -312,12 +347,21 @@ def tool_call(
 
 
 @app.command("mcp")
-def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP)) -> None:
-    """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign\\[mcp]'."""
+def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP, metavar="DIR"),
+              quiet: bool = quiet_option()) -> None:
+    """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign[mcp]'."""
     from opdesign.agent.mcp_server import serve
 
     serve(root)
 
+
+
+def click_app() -> typer.core.TyperGroup:
+    """The click command tree of ``app`` with the help tidied (``opdesign.cliout.tidy_help``)."""
+    from opdesign.cliout import reset, tidy_help
+
+    reset()  # --quiet is per run
+    return tidy_help(typer.main.get_command(app))
 
 
 def main() -> None:
@@ -329,7 +373,7 @@ def main() -> None:
     """
     usage_error = typer.BadParameter.__mro__[1]  # the click UsageError class Typer is built on
     try:
-        rv = app(standalone_mode=False)
+        rv = click_app()(standalone_mode=False, prog_name="opdesign")
     except usage_error as err:  # bad option, missing argument, unknown command, no command
         if type(err).__name__ == "NoArgsIsHelpError":
             sys.exit(0)  # `opdesign` alone printed its help

@@ -63,7 +63,14 @@ def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
 
 def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False) -> Plan:
     """:func:`plan_from_spec_file` for a SPEC already loaded from ``spec_path`` (its ``golden`` is relative to it)."""
-    plan = estimate(spec, golden_module_count(spec, Path(spec_path)))
+    path = Path(spec_path)
+    module_count = golden_module_count(spec, path)
+    try:
+        plan = estimate(spec, module_count)
+    except SpecError as err:  # a field the planner refuses (layout TND, ...): name the file as load_spec does
+        if err.message.startswith(f"{path}:"):
+            raise
+        raise SpecError(f"{path}: {err.message}", err.details) from None
     return with_tuning(spec, plan) if tuning else plan
 
 

@@ -301,6 +301,11 @@ class _FieldError(ValueError):
         self.path = path
 
 
+NO_DYNAMIC_AXIS = ("the CANNBot contract needs at least one real dynamic axis (a length known only at run time); "
+                   "declare batch, e.g. `dynamic_axes: [{name: batch, range: [1, 8], uniform: true}]` "
+                   "(the range must hold shape.batch)")
+
+
 def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
@@ -311,6 +316,8 @@ def _format_errors(err: ValidationError) -> str:
             msg = str(ctx_err)
         elif e["type"] == "extra_forbidden":
             msg = "unknown key"
+        elif loc == "dynamic_axes" and e["type"] in ("missing", "too_short"):
+            msg = NO_DYNAMIC_AXIS
         else:
             msg = e["msg"].removeprefix("Value error, ")
         lines.append(f"{loc or '<root>'}: {msg}")

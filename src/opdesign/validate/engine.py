@@ -260,6 +260,9 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
         text = _read(path)
     except Unusable as err:
         return files, [_unusable(name, str(err))] + extra
+    if _is_spec(path, text):
+        return files, [_unusable(name, f"this is a SPEC; run `opdesign new --spec {given}` to write its DESIGN.md, "
+                                       "then validate that folder")] + extra
     iface_path = path.parent.joinpath(*INTERFACES_PATH)
     iface_name = str(iface_path)
     if not iface_path.is_file():
@@ -270,6 +273,21 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
     return files, _run(text, name, iface_name, iface) + extra
+
+
+def _is_spec(path: Path, text: str) -> bool:
+    """A ``.yaml`` / ``.yml`` file holding a mapping with ``op_name`` and at least two more SPEC keys."""
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return False
+    import yaml
+
+    from opdesign.spec import Spec
+
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return False
+    return isinstance(data, dict) and "op_name" in data and len(set(data) & set(Spec.model_fields)) >= 3
 
 
 def validate_paths(paths: Iterable[str | Path]) -> Report:

@@ -26,9 +26,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def format_text(report: Report) -> str:
-    """One finding per line, then ``checked N files: E errors, W warnings, I infos``."""
+def format_text(report: Report, summary: bool = True) -> str:
+    """One finding per line, then ``checked N files: E errors, W warnings, I infos`` (unless not ``summary``)."""
     lines = [f"{f.file}:{f.line}: {f.rule} {f.level}: {f.message}" for f in report.findings]
+    if not summary:
+        return "".join(line + "\n" for line in lines)
     s = report.summary
     lines.append(f"checked {_plural(len(report.files), 'file')}: {_plural(s.error, 'error')}, "
                  f"{_plural(s.warning, 'warning')}, {_plural(s.info, 'info')}")

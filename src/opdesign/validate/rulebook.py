@@ -79,6 +79,10 @@ def rulebook() -> dict[str, Entry]:
         for r in card.rules:
             add(Entry(id=r.id, kind="card", level=r.level, text=r.text, source=card.source, consequence=r.consequence,
                       when=r.when, owner=card.id, check=facet.get(r.id)))
+        for inv in card.parameters.get("perf_invariants", []):  # SK-01-P1..P5; the checked ones are checks
+            if inv["id"] not in checks:
+                add(Entry(id=inv["id"], kind="card", level="must", text=inv["text"], source=card.source,
+                          owner=card.id))
     for cond in conditions():
         add(Entry(id=cond.id, kind="condition", level="must", text=cond.text, source=cond.source,
                   owner=cond.id.rsplit("-", 2)[0], checked_by=cond.checked_by))
@@ -95,11 +99,23 @@ def rule_rows(prefix: str | None = None) -> list[dict[str, Any]]:
 
 
 def explain(rule_id: str) -> Entry:
-    """The entry of one id (case-insensitive). Raises NotFoundError for an unknown id."""
+    """The entry of one id (case-insensitive). Raises NotFoundError for an unknown id (with close ids)."""
     found = rulebook().get(rule_id.strip().upper())
     if found is None:
-        raise NotFoundError(f"unknown rule {rule_id!r}; `opdesign rules` lists every id", {"id": rule_id})
+        import difflib
+
+        close = difflib.get_close_matches(rule_id.strip().upper(), list(rulebook()), n=3, cutoff=0.75)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise NotFoundError(f"unknown rule {rule_id!r}; {hint}`opdesign rules` lists every id",
+                            {"id": rule_id, "close": close})
     return found
+
+
+def group_rows(query: str) -> list[dict[str, Any]]:
+    """Rows of the ids under ``query``: a card (``SK-01`` -> its ``SK-01-*`` rules and conditions) or a
+    family (``C-TILE``, ``OD-IF``, ``SK-01-PERF``); case-insensitive, the id must continue with ``-``."""
+    want = query.strip().upper() + "-"
+    return [e.row() for rid, e in rulebook().items() if rid.startswith(want)]
 
 
 def _indent(text: str, pad: str = "    ") -> str:
@@ -139,3 +155,33 @@ def explain_text(rule_id: str, value_lines: Any = None) -> str:
         out.append(f"  {'checked by':<13}{e.checked_by} (opdesign validate)")
     text = "\n".join(out)
     return text + (f"\n\ncheck (opdesign validate): {_check_text(e)}" if e.check else "")
+
+
+def row_line(row: dict[str, Any]) -> str:
+    """One listing line of ``opdesign rules``: id, ``*`` when the validator checks it, level, text."""
+    return f"{row['id']:<11}{'*' if row['checked_by_validator'] else ' '} {row['level']:<10}{row['text']}"
+
+
+def lookup_text(query: str, as_json: bool = False, value_lines: Any = None) -> str:
+    """``opdesign rules ID``: a rule id in full; a card id (``SK-01``, ``AT-17``) or a family
+    (``C-TILE``, ``OD-IF``, ``SK-01-PERF``) as its rules, one a line (``--json``: the rows).
+
+    Raises:
+        NotFoundError: neither a rule, a card nor a family (the message names close ids).
+    """
+    import json
+
+    rid = query.strip().upper()
+    if rid in rulebook():
+        return rulebook()[rid].model_dump_json(indent=2) if as_json else explain_text(rid, value_lines)
+    rows, card = group_rows(rid), load_catalog().cards.get(rid)
+    if not rows and card is None:
+        explain(query)  # raises NotFoundError
+    if as_json:
+        return json.dumps(rows, indent=2, ensure_ascii=False)
+    if card is not None:
+        head = f"{card.id} is a pattern card ({card.title}); `opdesign cards show {card.id}` shows it in full."
+        head += f" Its rules ({len(rows)}):" if rows else " It has no rule ids of its own."
+    else:
+        head = f"{rid}: {len(rows)} rule{'' if len(rows) == 1 else 's'} (`opdesign rules ID` explains one):"
+    return "\n".join([head] + [row_line(r) for r in rows])
