@@ -14,7 +14,9 @@ from pathlib import Path
 
 import typer
 
+from opdesign import streams
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
+from opdesign.streams import ascii_json, echo
 
 app = typer.Typer(
     add_completion=False,
@@ -40,7 +42,7 @@ def schema_spec() -> None:
     """Print the JSON Schema of the SPEC."""
     from opdesign.spec import spec_json_schema
 
-    typer.echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
+    echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
 
 
 @app.command()
@@ -54,11 +56,11 @@ def estimate(
 
     plan = plan_from_spec_file(spec)
     if as_json:
-        typer.echo(plan.model_dump_json(indent=2, context=SAY))
+        echo(ascii_json(plan.model_dump_json(indent=2, context=SAY)))
         return
     from opdesign.render.design import render_plan_text
 
-    typer.echo(render_plan_text(plan), nl=False)
+    echo(render_plan_text(plan), nl=False)
 
 
 @app.command()
@@ -76,10 +78,10 @@ def new(
         raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
     result = new_design(spec, out, lang=lang, force=force)
     for path in result.files:
-        typer.echo(f"wrote {path}")
+        echo(f"wrote {path}")
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
-    typer.echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
+    echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
                f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
 # === cards / rules ===
@@ -104,7 +106,7 @@ def _value_lines(name: str, value: object, indent: str = "  ") -> list[str]:
 def _echo_json(data: object) -> None:
     import json
 
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    echo(json.dumps(data, indent=2))  # ASCII: the same JSON on any terminal
 
 
 def _card_text(card: _catalog.Card) -> str:
@@ -145,7 +147,7 @@ def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON 
         _echo_json([card.model_dump(mode="json", include=keys) for card in cards])
         return
     for card in cards:
-        typer.echo(f"{card.id:<7}{card.type:<10}{card.title:<42}{', '.join(card.tags)}")
+        echo(f"{card.id:<7}{card.type:<10}{card.title:<42}{', '.join(card.tags)}")
 
 
 @cards_app.command("show")
@@ -158,7 +160,7 @@ def cards_show(
     if as_json:
         _echo_json(card.model_dump(mode="json"))
     else:
-        typer.echo(_card_text(card))
+        echo(_card_text(card))
 
 
 @app.command("rules")
@@ -171,7 +173,7 @@ def rules(
 
     if rule_id is not None:
         entry = explain(rule_id)
-        typer.echo(entry.model_dump_json(indent=2) if as_json else explain_text(entry.id, _value_lines))
+        echo(ascii_json(entry.model_dump_json(indent=2)) if as_json else explain_text(entry.id, _value_lines))
         return
     rows = rule_rows()
     if as_json:
@@ -179,8 +181,8 @@ def rules(
         return
     for row in rows:
         mark = "*" if row["checked_by_validator"] else " "
-        typer.echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
-    typer.echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
+        echo(f"{row['id']:<11}{mark} {row['level']:<10}{row['text']}")
+    echo("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
 
 
 # === golden ===
@@ -200,7 +202,7 @@ def golden_cmd(
     from opdesign.render.golden import render_golden_text
 
     report = estimate_golden(golden, function, state_groups, cross_tile_reduce)
-    typer.echo(report.model_dump_json(indent=2) if as_json else render_golden_text(report))
+    echo(ascii_json(report.model_dump_json(indent=2)) if as_json else render_golden_text(report))
 
 
 # === validate ===
@@ -223,7 +225,7 @@ def validate_cmd(
     if fmt not in FORMATTERS:
         raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
     report = validate_paths(paths)
-    typer.echo(FORMATTERS[fmt](report), nl=False)
+    echo(FORMATTERS[fmt](report), nl=False)
     raise typer.Exit(report.exit_code)
 
 # === verify (optional extra: opdesign[pypto]) ===
@@ -245,9 +247,9 @@ def verify_cmd(
     from opdesign.pypto_run.selfcheck import format_report
 
     report = verify_dir(design_dir, configs=config or None, quick=quick, verify=not no_verify,
-                        progress=lambda msg: typer.echo(msg, err=True))
+                        progress=lambda msg: echo(msg, err=True))
     data = report.model_dump(exclude={"passed"})
-    typer.echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
+    echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
     raise typer.Exit(0 if report.passed else 1)
 
 # === rank ===
@@ -266,7 +268,7 @@ def rank_cmd(
     from opdesign.spec import load_spec
 
     ranking = rank_spec(load_spec(spec), plan_from_spec_file(spec), top, show_rejected)
-    typer.echo(ranking.model_dump_json(indent=2) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
+    echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
 
 # === tool / mcp ===
 
@@ -280,7 +282,7 @@ def tool_list() -> None:
     """Print every tool (name, description, inputSchema, outputSchema) as a JSON array."""
     from opdesign.agent.tools import tool_definitions
 
-    typer.echo(json.dumps(tool_definitions(), indent=2, ensure_ascii=False))
+    echo(json.dumps(tool_definitions(), indent=2))
 
 
 @tool_app.command("call")
@@ -309,30 +311,56 @@ def main() -> None:
 
     ``OpdesignError`` -> ``error: <code>: <message>`` on stderr and its exit code
     (2 for bad input); any other exception is a bug: ``error: internal_error: ...``
-    and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback).
+    and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback). A closed, full or broken
+    stdout / stderr is ``io_error``, exit 2 (:mod:`opdesign.streams`); text the terminal's
+    encoding cannot show is escaped (``\\u4f2a``), JSON is ASCII.
     """
+    gone = streams.closed()
+    if gone:
+        sys.exit(_closed(gone))
+    streams.guard()
+    sys.exit(streams.finish(_main()))
+
+
+def _closed(gone: list[str]) -> int:
+    """Refuse to run without stdout or stderr; say so on the other stream (a tool call answers in JSON)."""
+    from opdesign.errors import ToolIOError
+
+    error = ToolIOError(f"{' and '.join(gone)} closed: opdesign writes results to stdout and diagnostics to "
+                        "stderr", {"streams": gone})
+    if gone == ["stderr"]:
+        tool = sys.argv[1:3] == ["tool", "call"]
+        streams.say(json.dumps(error.to_json()) if tool else f"error: {error.code}: {error.message}", err=False)
+    elif gone == ["stdout"]:
+        streams.say(f"error: {error.code}: {error.message}")
+    return error.exit_code
+
+
+def _main() -> int:
     usage_error = typer.BadParameter.__mro__[1]  # the click UsageError class Typer is built on
     try:
         rv = app(standalone_mode=False)
     except usage_error as err:  # bad option, missing argument, unknown command, no command
         if type(err).__name__ == "NoArgsIsHelpError":
-            sys.exit(0)  # `opdesign` alone printed its help
+            return 0  # `opdesign` alone printed its help
         command = err.ctx.command_path if getattr(err, "ctx", None) else "opdesign"
-        typer.echo(f"error: invalid_input: {err.format_message()} (see '{command} --help')", err=True)
-        sys.exit(2)
+        streams.say(f"error: invalid_input: {err.format_message()} (see '{command} --help')")
+        return 2
     except typer.Abort:
-        typer.echo("error: aborted", err=True)
-        sys.exit(1)
+        streams.say("error: aborted")
+        return 1
+    except streams.StreamError as err:  # stdout or stderr failed: streams.finish says it
+        return err.exit_code
     except OpdesignError as err:
-        typer.echo(f"error: {err.code}: {err.message}", err=True)
-        sys.exit(err.exit_code)
+        streams.say(f"error: {err.code}: {err.message}")
+        return err.exit_code
     except OSError as err:  # the file system refused a path we were given (too long, permissions, ...)
-        typer.echo(f"error: io_error: {err.filename or ''}: {err.strerror or err}", err=True)
-        sys.exit(2)
+        streams.say(f"error: io_error: {err.filename or ''}: {err.strerror or err}")
+        return 2
     except Exception as err:  # noqa: BLE001 - last line of defence: no traceback for users
         if os.environ.get("OPDESIGN_DEBUG"):
             raise
-        typer.echo(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
-                   "rerun with OPDESIGN_DEBUG=1 for the traceback)", err=True)
-        sys.exit(EXIT_INTERNAL)
-    sys.exit(rv if isinstance(rv, int) else 0)
+        streams.say(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
+                    "rerun with OPDESIGN_DEBUG=1 for the traceback)")
+        return EXIT_INTERNAL
+    return rv if isinstance(rv, int) else 0
