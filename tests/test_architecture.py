@@ -24,7 +24,8 @@ EXCLUDED = ("opdesign.pypto_run",)
 CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.render", "opdesign.agent", "opdesign.validate.engine",
         "opdesign.validate.collect")
 #: Lower layers never import higher ones (``opdesign.X`` prefixes).
-LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.catalog", "opdesign.plan")
+LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
+         "opdesign.streams")
 HIGHER = ("opdesign.skeletons", "opdesign.costmodel", "opdesign.render", "opdesign.validate", "opdesign.agent",
           "opdesign.cli", "opdesign.pipeline")
 SKELETON_ID = re.compile(r"SK-\d\d")

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from opdesign import streams
 from opdesign.cliout import FLAG, note, print_version, quiet_option
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
 from opdesign.render.headings import DEFAULT_LANG
+from opdesign.streams import ascii_json, echo
 
 if TYPE_CHECKING:
     from opdesign.catalog import Card
@@ -57,7 +59,7 @@ def schema_spec(quiet: bool = quiet_option()) -> None:
     """Print the JSON Schema of the SPEC."""
     from opdesign.spec import spec_json_schema
 
-    typer.echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
+    echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
 
 
 @app.command()
@@ -72,11 +74,11 @@ def estimate(
 
     plan = plan_from_spec_file(spec)
     if as_json:
-        typer.echo(plan.model_dump_json(indent=2, context=SAY))
+        echo(ascii_json(plan.model_dump_json(indent=2, context=SAY)))
         return
     from opdesign.render.design import render_plan_text
 
-    typer.echo(render_plan_text(plan), nl=False)
+    echo(render_plan_text(plan), nl=False)
 
 
 @app.command()
@@ -126,7 +128,7 @@ def _value_lines(name: str, value: object, indent: str = "  ") -> list[str]:
 def _echo_json(data: object) -> None:
     import json
 
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    echo(json.dumps(data, indent=2))  # ASCII: the same JSON on any terminal
 
 
 def _card_text(card: Card) -> str:
@@ -170,7 +172,7 @@ def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON 
         _echo_json([card.model_dump(mode="json", include=keys) for card in cards])
         return
     for card in cards:
-        typer.echo(f"{card.id:<7}{card.type:<10}{card.title:<42}{', '.join(card.tags)}")
+        echo(f"{card.id:<7}{card.type:<10}{card.title:<42}{', '.join(card.tags)}")
 
 
 @cards_app.command("show")
@@ -186,7 +188,7 @@ def cards_show(
     if as_json:
         _echo_json(card.model_dump(mode="json"))
     else:
-        typer.echo(_card_text(card))
+        echo(_card_text(card))
 
 
 @app.command("rules")
@@ -200,14 +202,15 @@ def rules(
     from opdesign.validate.rulebook import lookup_text, row_line, rule_rows
 
     if rule_id is not None:  # a rule in full; a card (SK-01) or family (C-TILE) id lists its rules
-        typer.echo(lookup_text(rule_id, as_json, _value_lines))
+        text = lookup_text(rule_id, as_json, _value_lines)
+        echo(ascii_json(text) if as_json else text)
         return
     rows = rule_rows()
     if as_json:
         _echo_json(rows)
         return
     for row in rows:
-        typer.echo(row_line(row))
+        echo(row_line(row))
     note("(* = checked by opdesign validate; `opdesign rules ID` explains one)")
 
 
@@ -232,7 +235,7 @@ def golden_cmd(
     from opdesign.render.golden import render_golden_text
 
     report = estimate_golden(golden, function, state_groups, cross_tile_reduce)
-    typer.echo(report.model_dump_json(indent=2) if as_json else render_golden_text(report))
+    echo(ascii_json(report.model_dump_json(indent=2)) if as_json else render_golden_text(report))
 
 
 # === validate ===
@@ -266,7 +269,7 @@ def validate_cmd(
 
     report = validate_paths(paths)
     quiet_text = fmt == "text" and is_quiet()  # the findings without the "checked N files" line
-    typer.echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
+    echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
     raise typer.Exit(report.exit_code)
 
 # === verify (optional extra: opdesign[pypto]) ===
@@ -294,7 +297,7 @@ def verify_cmd(
     report = verify_dir(design_dir, configs=config or None, quick=quick, verify=not no_verify,
                         progress=lambda msg: note(msg, err=True))
     data = report.model_dump(exclude={"passed"})
-    typer.echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
+    echo(json.dumps(data, indent=1, sort_keys=True) if as_json else format_report(data))
     raise typer.Exit(0 if report.passed else 1)
 
 # === rank ===
@@ -315,7 +318,7 @@ def rank_cmd(
     from opdesign.spec import load_spec
 
     ranking = rank_spec(load_spec(spec), plan_from_spec_file(spec), top, show_rejected)
-    typer.echo(ranking.model_dump_json(indent=2) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
+    echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
 
 # === tool / mcp ===
 
@@ -329,7 +332,7 @@ def tool_list(quiet: bool = quiet_option()) -> None:
     """Print every tool (name, description, inputSchema, outputSchema) as a JSON array."""
     from opdesign.agent.tools import tool_definitions
 
-    typer.echo(json.dumps(tool_definitions(), indent=2, ensure_ascii=False))
+    echo(json.dumps(tool_definitions(), indent=2))
 
 
 @tool_app.command("call")
@@ -369,30 +372,56 @@ def main() -> None:
 
     ``OpdesignError`` -> ``error: <code>: <message>`` on stderr and its exit code
     (2 for bad input); any other exception is a bug: ``error: internal_error: ...``
-    and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback).
+    and exit 3 (set ``OPDESIGN_DEBUG=1`` for the traceback). A closed, full or broken
+    stdout / stderr is ``io_error``, exit 2 (:mod:`opdesign.streams`); text the terminal's
+    encoding cannot show is escaped (``\\u4f2a``), JSON is ASCII.
     """
+    gone = streams.closed()
+    if gone:
+        sys.exit(_closed(gone))
+    streams.guard()
+    sys.exit(streams.finish(_main()))
+
+
+def _closed(gone: list[str]) -> int:
+    """Refuse to run without stdout or stderr; say so on the other stream (a tool call answers in JSON)."""
+    from opdesign.errors import ToolIOError
+
+    error = ToolIOError(f"{' and '.join(gone)} closed: opdesign writes results to stdout and diagnostics to "
+                        "stderr", {"streams": gone})
+    if gone == ["stderr"]:
+        tool = sys.argv[1:3] == ["tool", "call"]
+        streams.say(json.dumps(error.to_json()) if tool else f"error: {error.code}: {error.message}", err=False)
+    elif gone == ["stdout"]:
+        streams.say(f"error: {error.code}: {error.message}")
+    return error.exit_code
+
+
+def _main() -> int:
     usage_error = typer.BadParameter.__mro__[1]  # the click UsageError class Typer is built on
     try:
         rv = click_app()(standalone_mode=False, prog_name="opdesign")
     except usage_error as err:  # bad option, missing argument, unknown command, no command
         if type(err).__name__ == "NoArgsIsHelpError":
-            sys.exit(0)  # `opdesign` alone printed its help
+            return 0  # `opdesign` alone printed its help
         command = err.ctx.command_path if getattr(err, "ctx", None) else "opdesign"
-        typer.echo(f"error: invalid_input: {err.format_message()} (see '{command} --help')", err=True)
-        sys.exit(2)
+        streams.say(f"error: invalid_input: {err.format_message()} (see '{command} --help')")
+        return 2
     except typer.Abort:
-        typer.echo("error: aborted", err=True)
-        sys.exit(1)
+        streams.say("error: aborted")
+        return 1
+    except streams.StreamError as err:  # stdout or stderr failed: streams.finish says it
+        return err.exit_code
     except OpdesignError as err:
-        typer.echo(f"error: {err.code}: {err.message}", err=True)
-        sys.exit(err.exit_code)
+        streams.say(f"error: {err.code}: {err.message}")
+        return err.exit_code
     except OSError as err:  # the file system refused a path we were given (too long, permissions, ...)
-        typer.echo(f"error: io_error: {err.filename or ''}: {err.strerror or err}", err=True)
-        sys.exit(2)
+        streams.say(f"error: io_error: {err.filename or ''}: {err.strerror or err}")
+        return 2
     except Exception as err:  # noqa: BLE001 - last line of defence: no traceback for users
         if os.environ.get("OPDESIGN_DEBUG"):
             raise
-        typer.echo(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
-                   "rerun with OPDESIGN_DEBUG=1 for the traceback)", err=True)
-        sys.exit(EXIT_INTERNAL)
-    sys.exit(rv if isinstance(rv, int) else 0)
+        streams.say(f"error: internal_error: {type(err).__name__}: {err} (a bug in opdesign; "
+                    "rerun with OPDESIGN_DEBUG=1 for the traceback)")
+        return EXIT_INTERNAL
+    return rv if isinstance(rv, int) else 0

@@ -40,7 +40,9 @@ def quiet_option() -> bool:
 def note(message: str, err: bool = False) -> None:
     """Print a summary, hint or progress line unless ``--quiet`` was given."""
     if not _STATE["quiet"]:
-        typer.echo(message, err=err)
+        from opdesign.streams import echo
+
+        echo(message, err=err)
 
 
 def package_version() -> str:

@@ -3,7 +3,8 @@
 Every error opdesign raises on purpose is an :class:`OpdesignError` with a
 stable ``code`` (used in JSON tool errors) and an ``exit_code`` (used by the
 CLI). Exit codes: 0 success, 1 findings at error level / failed self-check,
-2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments),
+2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments, a closed,
+full or broken stdout / stderr: ``io_error``),
 3 internal error (a bug; the message says so).
 """
 
@@ -69,7 +70,7 @@ class PathOutsideRootError(OpdesignError):
 
 
 class ToolIOError(OpdesignError):
-    """A file or folder could not be read or written."""
+    """A file, folder or standard stream could not be read or written."""
 
     code = "io_error"
 

@@ -20,12 +20,11 @@ import keyword
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from opdesign.catalog import load_catalog
+from opdesign import yamlsafe
 from opdesign.errors import NotFoundError, SpecError
-from opdesign.yamlload import safe_load
 
 MAX_SPEC_BYTES = 1_000_000
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
@@ -119,7 +118,7 @@ class DynamicAxis(_Strict):
 
     name: AxisName = Field(description="the shape axis that is dynamic (topk: the top-k count is a runtime value)")
     range: tuple[ShapeInt, ShapeInt] = Field(description="[lo, hi] of the axis length, inclusive (same unit as the axis)")
-    uniform: bool = Field(True, description="same length for every batch (False: varlen)")
+    uniform: bool = Field(True, strict=True, description="same length for every batch (False: varlen)")
 
     @field_validator("range")
     @classmethod
@@ -132,17 +131,17 @@ class DynamicAxis(_Strict):
 class Precision(_Strict):
     """Tolerance of the scaffold's self-check against the float64 golden."""
 
-    rtol: float | None = Field(None, gt=0, le=1, description="relative tolerance (unitless); default by dtype: "
+    rtol: float | None = Field(None, strict=True, gt=0, le=1, description="relative tolerance (unitless); default by dtype: "
                                "bf16 2e-2, fp16 5e-3, fp32 1e-4")
-    atol: float | None = Field(None, gt=0, le=1, description="absolute tolerance (output units); default by dtype: "
+    atol: float | None = Field(None, strict=True, gt=0, le=1, description="absolute tolerance (output units); default by dtype: "
                                "bf16 2e-2, fp16 5e-3, fp32 1e-5")
 
 
 class Performance(_Strict):
     """Measured or targeted latencies in microseconds (SK-01 perf condition 4)."""
 
-    baseline_us: float = Field(gt=0, description="latency of the fused vendor baseline (microseconds)")
-    current_us: float = Field(gt=0, description="latency of the current implementation (microseconds)")
+    baseline_us: float = Field(strict=True, gt=0, description="latency of the fused vendor baseline (microseconds)")
+    current_us: float = Field(strict=True, gt=0, description="latency of the current implementation (microseconds)")
 
     @property
     def ratio(self) -> float:
@@ -198,6 +197,8 @@ class Spec(_Strict):
     def _not_bool(cls, v: object) -> object:
         if isinstance(v, bool):
             raise ValueError("schema_version is the integer 1, not a boolean")
+        if not isinstance(v, int):  # 1.0 or "1" would pass Literal[1] by equality
+            raise ValueError(f"schema_version is the integer 1, not {type(v).__name__} {v!r}")
         return v
 
     @field_validator("op_name")
@@ -343,11 +344,12 @@ def _error_details(err: ValidationError) -> list[dict[str, str]]:
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Read and validate a SPEC YAML file (safe loader only, at most 1 MB).
+    """Read and validate a SPEC YAML file (the strict loader of :mod:`opdesign.yamlsafe`, at most 1 MB).
 
     Raises:
         NotFoundError: the file does not exist (code ``not_found``).
-        SpecError: unreadable file, not UTF-8, bad YAML, or schema violation.
+        SpecError: unreadable file, not UTF-8, bad YAML (a repeated key, a base-60 or octal number: the
+            message gives the line), or schema violation.
     """
     p = Path(path)
     try:
@@ -363,13 +365,11 @@ def load_spec(path: str | Path) -> Spec:
     except UnicodeDecodeError as err:
         raise SpecError(f"{p}: SPEC is not UTF-8 (byte {err.start})") from None
     try:
-        data = safe_load(text)
-    except RecursionError:
-        raise SpecError(f"{p}: YAML nested too deeply (refused)") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SpecError(f"{p}:{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
+        data = yamlsafe.load(text).data
+    except yamlsafe.YamlProblem as err:
+        where = f" line {err.line}:" if err.line else ""
+        raise SpecError(f"{p}:{where} invalid YAML: {err.message.removeprefix('not valid YAML: ')}",
+                        details={"line": err.line}) from None
     return parse_spec(data, str(p))
 
 

@@ -48,7 +48,7 @@ ERROR_CODES: dict[str, str] = {
     "spec_invalid": "the SPEC is missing, unreadable or breaks the SPEC schema (the message names the field path)",
     "not_found": "an unknown tool, card, rule, file or function",
     "path_outside_root": "a path resolves outside the tool root (symlinks are followed before the check)",
-    "io_error": "a file or folder could not be read or written",
+    "io_error": "a file, folder or standard stream (closed, full, broken pipe) could not be read or written",
     "output_exists": "new_design would overwrite a file and force is not true",
     "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
     "extra_missing": "the tool needs an optional extra that is not installed (the message gives the pip command)",

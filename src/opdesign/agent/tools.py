@@ -42,6 +42,7 @@ from opdesign.agent.catalog import CATALOG_TOOLS
 from opdesign.agent.design import DESIGN_TOOLS
 from opdesign.agent.verify import VERIFY_TOOLS
 from opdesign.render.phrases import SAY
+from opdesign.streams import echo
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
@@ -150,6 +151,8 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
     """``opdesign tool call``: read the request, run the tool, print one JSON object; return the exit code."""
     try:
         if input_file is None:
+            if sys.stdin is None:
+                raise ToolIOError("stdin is closed: give the JSON request on stdin or with --input")
             args = read_request(sys.stdin.buffer)
         else:
             with open(input_file, "rb") as stream:
@@ -160,5 +163,5 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
         payload, ok = ToolIOError(f"--input: {err.strerror or err}").to_json(), False
     else:
         payload, ok = call_tool(name, args, root)
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    echo(json.dumps(payload))  # ASCII JSON: the same answer on any terminal; a failed write is io_error
     return 0 if ok else 2

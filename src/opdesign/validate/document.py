@@ -180,10 +180,10 @@ def _front_matter(text: str, tokens: list[Any]) -> FrontMatter:
         return FrontMatter(present=starts, closed=False)
     fm = FrontMatter(present=True, closed=True)
     try:
-        fm.loaded = yamlsafe.load(tokens[0].content)
+        fm.loaded = yamlsafe.load(tokens[0].content, first_line=fm.first_line)
     except yamlsafe.YamlProblem as err:
         fm.problem = err.message
-        fm.problem_line = err.line + fm.first_line - 1 if err.line else 1
+        fm.problem_line = err.line or 1  # a file line
     return fm
 
 

@@ -1,6 +1,7 @@
 """Report formats of ``opdesign validate``: text (one finding per line), JSON, SARIF 2.1.0.
 
 Text: ``path:line: RULE-ID level: message`` per finding, then a summary line.
+JSON and SARIF are ASCII (``\\uXXXX`` escapes), so they read the same on any terminal.
 JSON: ``{"files": [...], "findings": [{rule, level, message, file, line}], "summary": {error, warning, info}}``.
 SARIF: one run whose ``tool.driver.rules`` lists every registered rule (id, help,
 default level) and whose results carry ruleId, level (``info`` becomes
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from opdesign.streams import ascii_json
 from opdesign.validate.model import Report
 from opdesign.validate.collect import all_rules, get_rule
 
@@ -38,7 +40,8 @@ def format_text(report: Report, summary: bool = True) -> str:
 
 
 def format_json(report: Report) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+    """The report as JSON, ASCII only (non-ASCII characters as ``\\uXXXX`` escapes: any terminal shows it)."""
+    return ascii_json(report.model_dump_json(indent=2)) + "\n"
 
 
 def _uri(path: str) -> str:
@@ -99,7 +102,7 @@ def sarif(report: Report) -> dict[str, Any]:
 
 
 def format_sarif(report: Report) -> str:
-    return json.dumps(sarif(report), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(sarif(report), indent=2) + "\n"
 
 
 FORMATTERS = {"text": format_text, "json": format_json, "sarif": format_sarif}

@@ -112,6 +112,25 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     sizes = bd.constraint("C-TILE-02").param("dtype_bytes")
     if isinstance(block.get("dtype"), str) and block["dtype"] not in sizes:
         yield Hit(ctx.block_line("dtype"), f"unknown dtype {block['dtype']!r} (known: {', '.join(sizes)})")
+    yield from _tile_types(ctx, block)
+
+
+def _tile_types(ctx: Context, block: dict[str, Any]) -> Iterator[Hit]:
+    """Each tile a mapping of a known stage with a known dtype: else the tile rules (C-TILE-02..05) read the
+    group as missing and would stay silent about it."""
+    known = ", ".join(checks.DTYPE_BYTES)
+    for group, stages, field in (("cube_tiles", checks.CUBE_STAGES, "operand_dtype"),
+                                 ("vec_tiles", checks.VEC_STAGES, "dtype")):
+        tiles = block.get(group)
+        for stage, tile in tiles.items() if isinstance(tiles, dict) else []:
+            where = f"opdesign.{group}.{stage}"
+            if stage not in stages:
+                yield Hit(ctx.block_line(group, str(stage)), f"{where}: unknown stage (known: {', '.join(stages)})")
+            elif not isinstance(tile, dict):
+                yield Hit(ctx.block_line(group, str(stage)), f"{where} must be a mapping, got {tile!r}")
+            elif checks.dtype_name(tile.get(field)) is None:
+                yield Hit(ctx.block_line(group, str(stage), field),
+                          f"{where}.{field} must be a dtype name ({known}), got {tile.get(field)!r}")
 
 
 @rule("C-TILE-02", "error", "numbers", "C-TILE-02",

@@ -89,7 +89,7 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     q_tile, seq_q = bd.pos_int(block.get("q_tile")), bd.axis_hi(ctx, "seq_q")
     dtype = block.get("dtype")
     align = bd.constraint("C-TILE-05").param("cube_align_elems").get(dtype) if isinstance(dtype, str) else None
-    align = align or bd.constraint("C-TILE-02").param("tail_align_elems").get(dtype, 1)
+    align = align or (bd.constraint("C-TILE-02").param("tail_align_elems").get(dtype, 1) if isinstance(dtype, str) else 1)
     if q_tile is None or seq_q is None:
         return
     per_head = sk01_card().param("perf_q_tiles_per_head")
