@@ -69,14 +69,19 @@ def new(
     force: bool = typer.Option(False, "--force", help="overwrite existing files"),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
-    from opdesign.errors import InputError
+    from opdesign.errors import InputError, ToolIOError
     from opdesign.pipeline import new_design
 
     if lang not in ("en", "zh"):
         raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
-    result = new_design(spec, out, lang=lang, force=force)
-    for path in result.files:
-        typer.echo(f"wrote {path}")
+    def announce(paths: list[Path]) -> None:  # printed (and flushed) before publishing: a broken stdout writes nothing
+        try:
+            typer.echo("".join(f"wrote {path}\n" for path in paths), nl=False)
+            sys.stdout.flush()
+        except OSError as err:
+            raise ToolIOError(f"stdout: {err.strerror or err} (nothing written)") from None
+
+    result = new_design(spec, out, lang=lang, force=force, before_publish=announce)
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
     typer.echo(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
