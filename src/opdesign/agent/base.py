@@ -55,7 +55,9 @@ ERROR_CODES: dict[str, str] = {
     "path_outside_root": "a path resolves outside the tool root (symlinks are followed before the check)",
     "io_error": "a file or folder could not be read or written",
     "output_exists": "new_design would overwrite a file and force is not true",
-    "busy": "another opdesign run is writing the same output folder and kept it locked; try again",
+    "busy": "another opdesign run kept the output folder locked, or the MCP server runs its maximum of calls; "
+            "try again",
+    "timeout": "the MCP server's per-call time limit passed before the tool answered",
     "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
     "extra_missing": "the tool needs an optional extra that is not installed (the message gives the pip command)",
     "internal_error": "a bug or a missing opdesign component; the message says which",
