@@ -135,14 +135,14 @@ def test_paths_swapped_for_outside_symlinks_never_escape(tmp_path):
     (outside / "s.yaml").write_text(DENSE.replace("op_name: dense_fa_8192", "op_name: escaped_op"))
     (outside / "g.py").write_text("def broken(:\n")  # parsing it would be a spec_invalid syntax error
     (root / "real" / "g.py").write_text(GOLDEN)
-    (root / "real" / "sg.yaml").write_text(DENSE + "golden: ../d/g.py\n")
+    (root / "sg.yaml").write_text(DENSE + "golden: d/g.py\n")
     stop = threading.Event()
     thread = _flipper(root / "d", root / "real", outside, stop)
     try:
         for _ in range(10):
             payload, ok = call_tool("estimate_design", {"spec_path": "d/s.yaml"}, root)
             assert not ok or payload["op_name"] == "dense_fa_8192"
-            payload, ok = call_tool("estimate_design", {"spec_path": "real/sg.yaml"}, root)
+            payload, ok = call_tool("estimate_design", {"spec_path": "sg.yaml"}, root)
             assert ok or "syntax error" not in payload["error"]["message"], payload
             call_tool("new_design", {"spec_path": "real/s.yaml", "out_dir": "d/op", "force": True}, root)
     finally:
@@ -251,3 +251,36 @@ def test_new_design_into_the_root_itself_and_a_symlinked_eval_inside(tmp_path):
     os.symlink("real_eval", tmp_path / "op" / "eval")
     assert _code("new_design", {"spec_path": "s.yaml", "out_dir": "op"}, tmp_path) == "ok"
     assert (tmp_path / "op" / "real_eval" / "module_interfaces.yaml").is_file()
+
+
+def test_a_file_by_file_publish_killed_halfway_is_rolled_back_by_the_next_run(tmp_path, monkeypatch):
+    from opdesign.render import write
+
+    out = tmp_path / "op"
+    en, zh = _render("en"), _render("zh")
+    write.write_artifacts(en, out)
+    (out / "notes.txt").write_text("mine")  # other files: the file-by-file publish
+    real_rename, calls = os.rename, []
+
+    class Killed(BaseException):
+        pass
+
+    def dying_rename(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 4:
+            raise Killed  # as a SIGKILL would: no rollback runs
+        return real_rename(*args, **kwargs)
+
+    monkeypatch.setattr(write.os, "rename", dying_rename)
+    monkeypatch.setattr(write, "_rollback", lambda *a: None)
+    monkeypatch.setattr(write, "rmtree_at", lambda *a: None)
+    with pytest.raises(Killed):
+        write.write_artifacts(zh, out, force=True)
+    monkeypatch.undo()
+    assert _folder_state(out) not in (en, zh)  # mixed: the window the README names
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        write._clean_stale(fd, inside_target=True)  # what the next run does first, under the lock
+    finally:
+        os.close(fd)
+    assert _folder_state(out) == {**en, "notes.txt": "mine"}

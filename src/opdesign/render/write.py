@@ -42,6 +42,8 @@ from opdesign.render.fdops import (
 from opdesign.safefs import CLOEXEC, DIR_FLAGS, NOFOLLOW, Jail, Resolved
 
 STAGING_PREFIX = ".opdesign-staging-"
+#: Staging folders inside a target (file-by-file publish): only a writer of that target removes them.
+INSIDE_PREFIX = STAGING_PREFIX + "in-"
 JOURNAL = ".journal"
 
 
@@ -82,18 +84,19 @@ def _rollback(target_fd: int, staging: str, journal: dict) -> None:
 
 
 def _clean_stale(fd: int, inside_target: bool) -> None:
+    """Remove what killed runs left: staging folders beside targets in the folder ``fd`` (the lock holder's
+    folder), or, with ``inside_target``, journaled ones inside the target ``fd`` (rolled back first)."""
     for entry in list(os.scandir(fd)):
-        if entry.name.startswith(STAGING_PREFIX):
-            if inside_target:
-                _recover(fd, entry.name)
-            else:
-                rmtree_at(entry.name, fd)
+        if inside_target and entry.name.startswith(INSIDE_PREFIX):
+            _recover(fd, entry.name)
+        elif not inside_target and entry.name.startswith(STAGING_PREFIX) and not entry.name.startswith(INSIDE_PREFIX):
+            rmtree_at(entry.name, fd)
 
 
-def _stage(files: dict[str, bytes], at_fd: int, mode: int) -> str:
+def _stage(files: dict[str, bytes], at_fd: int, mode: int, prefix: str = STAGING_PREFIX) -> str:
     """A new staging folder below ``at_fd`` holding ``files``; its name."""
     while True:
-        name = STAGING_PREFIX + secrets.token_hex(8)
+        name = prefix + secrets.token_hex(8)
         try:
             os.mkdir(name, 0o700, dir_fd=at_fd)
             break
@@ -261,7 +264,7 @@ def publish(files: dict[str, str], parent_fd: int | None, name: str | None, forc
 def _per_file(data: dict[str, bytes], target_fd: int, dirs: dict[str, int | None], had: dict[str, bool],
               before_publish: Callable[[], None] | None) -> None:
     """Rename the staged files into the target one by one, with a journal; any failure rolls back."""
-    staging = _stage(data, target_fd, 0o700)
+    staging = _stage(data, target_fd, 0o700, INSIDE_PREFIX)
     journal = {"files": [[rel, had[rel]] for rel in data], "created_dirs": []}
     try:
         if before_publish is not None:
