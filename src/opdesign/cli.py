@@ -266,11 +266,12 @@ def rank_cmd(
     show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids"),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
-    from opdesign.pipeline import plan_from_spec_file, rank_spec
+    from opdesign.pipeline import plan_from_spec, rank_spec
     from opdesign.render.costmodel import render_ranking_text
     from opdesign.spec import load_spec
 
-    ranking = rank_spec(load_spec(spec), plan_from_spec_file(spec), top, show_rejected)
+    loaded = load_spec(spec)  # read once
+    ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected)
     typer.echo(ranking.model_dump_json(indent=2) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
 
 # === tool / mcp ===
