@@ -75,9 +75,14 @@ def _swaps(n: int) -> dict:
     (outside / "DESIGN.md").write_bytes(b"# outside\x00\n")
     plan = plan_from_spec_file(SPEC, tuning=True)
     files = render_all(plan, "en")
-    tool_design._SpecSource.plan = lambda self, tuning=False: plan  # cached: the race is in the paths
+
     import opdesign.render.design as render_design
-    render_design.render_all = lambda p, lang: files
+
+    saved = (tool_design._SpecSource.plan, render_design.render_all)
+
+    def cache_planning() -> None:  # for out_dir only: its race is in the paths, not in the planner
+        tool_design._SpecSource.plan = lambda self, tuning=False: plan
+        render_design.render_all = lambda p, lang: files
 
     def escaped(kind: str, payload: dict, ok: bool) -> bool:
         if kind == "spec_path":
@@ -101,6 +106,8 @@ def _swaps(n: int) -> dict:
     try:
         time.sleep(0.2)
         for kind, (name, args) in calls.items():
+            if kind == "out_dir":
+                cache_planning()
             counts = {"attempts": n, "escapes": 0, "ok": 0, "refused": {}}
             start = time.perf_counter()
             for _ in range(n):
@@ -116,6 +123,7 @@ def _swaps(n: int) -> dict:
     finally:
         flipper.kill()
         flipper.wait()
+        tool_design._SpecSource.plan, render_design.render_all = saved  # the later parts render for real
     written_outside = sorted(p.name for p in outside.iterdir() if p.name not in ("s.yaml", "g.py", "DESIGN.md"))
     out["out_dir"]["escapes"] = len(written_outside)
     shutil.rmtree(base, ignore_errors=True)
@@ -193,7 +201,12 @@ def _kills(n: int, seed: int = 16) -> dict:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         counts["killed_before_exit"] += proc.returncode == -signal.SIGKILL
-        counts["mixed_or_partial"] += _state(base / "op") not in renders
+        state = _state(base / "op")
+        if state not in renders:
+            counts["mixed_or_partial"] += 1
+            counts.setdefault("bad_states", []).append(
+                {rel: [lang for lang, r in zip(("en", "zh"), renders) if r.get(rel) == text] for rel, text in state.items()}
+                | {"exit": proc.returncode, "entries": sorted(p.name for p in base.rglob("*"))})
         counts["staging_after_kill"] += sum(1 for p in base.rglob(".opdesign-staging-*"))
         run("en").wait()  # the next run removes what the killed one left
         counts["staging_after_next_run"] += sum(1 for p in base.rglob(".opdesign-staging-*"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,8 @@ async def _session_round(root):
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)],
+                                   env=dict(os.environ))  # the SDK's default env drops PYTHONPATH: test this code
     out = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()

@@ -125,9 +125,24 @@ def test_malformed_lines_and_lone_surrogates_get_json_rpc_errors(tmp_path):
         json.dumps({"jsonrpc": "2.0", "id": 4}),
         json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
     ]
-    res = subprocess.run([sys.executable, "-m", "opdesign", "mcp", "--root", str(tmp_path)], cwd=REPO,
-                         input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300)
-    answers = {a.get("id"): a for a in map(json.loads, res.stdout.splitlines())}
+    proc = subprocess.Popen([sys.executable, "-m", "opdesign", "mcp", "--root", str(tmp_path)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    answers = {}
+
+    def read():  # until the last request is answered; stdin stays open so the server does not stop first
+        for line in proc.stdout:
+            answer = json.loads(line)
+            answers[answer.get("id")] = answer
+            if {1, 2, None, 4, 5} <= set(answers):
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    reader.join(600)
+    proc.stdin.close()
+    proc.wait(600)
     assert answers[2]["error"]["code"] == -32600 and answers[2]["error"]["message"].startswith("Invalid Request")
     assert answers[None]["error"]["code"] == -32700
     assert answers[4]["error"]["code"] == -32600
