@@ -15,6 +15,8 @@
    that the next run did not remove.
 4. Ping latency: the MCP server (in-process, memory streams) runs one tool call that burns CPU in
    Python for --long-s seconds; pings are sent every 0.25 s meanwhile (target: max <= 100 ms).
+   ``ping_stdio``: the same over real stdio (``opdesign mcp`` subprocess) while it analyses a golden
+   of --golden-lines matmul statements (about 1 MB, just under the limit: a real call of tens of seconds).
 
 Prints the figures as JSON; exits 1 when a target is missed. Linux (renameat2, /proc-free).
 """
@@ -278,15 +280,75 @@ def _ping(long_s: float) -> dict:
     return anyio.run(main)
 
 
+def _big_golden(folder: Path, lines: int) -> Path:
+    """A golden whose one function holds ``lines`` matmul statements (under the 1 MiB limit)."""
+    body = "".join(f"    s{i} = q @ k.T * {i}\n" for i in range(lines))
+    path = folder / "big_golden.py"
+    path.write_text(f"def big_golden(q, k):\n{body}    return q\n")
+    return path
+
+
+def _ping_stdio(lines: int) -> dict:
+    """Ping latency over real stdio while the server analyses a large golden (a real long call)."""
+    folder = Path(tempfile.mkdtemp(prefix="opd-pingio-"))
+    golden = _big_golden(folder, lines)
+    size = golden.stat().st_size
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "opdesign", "mcp", "--root", str(folder)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    arrived: dict = {}
+    done = threading.Event()
+
+    def reader():
+        for line in proc.stdout:
+            msg = json.loads(line)
+            arrived[msg.get("id")] = (time.perf_counter(), msg)
+            if msg.get("id") == 2:
+                done.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+
+    def send(body):
+        proc.stdin.write(json.dumps(body) + "\n")
+        proc.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "s", "version": "0"}}})
+    while 1 not in arrived:
+        time.sleep(0.01)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    t0 = time.perf_counter()
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+          "params": {"name": "estimate_golden", "arguments": {"golden_path": golden.name}}})
+    time.sleep(1.0)
+    sent, rid = {}, 100
+    while not done.is_set():
+        rid += 1
+        sent[rid] = time.perf_counter()
+        send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        done.wait(0.25)
+    end = arrived[2][0]
+    proc.stdin.close()
+    proc.wait()
+    during = [arrived[r][0] - t for r, t in sent.items() if r in arrived and arrived[r][0] < end]
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"golden_bytes": size, "long_call_s": round(end - t0, 1),
+            "call_ok": not arrived[2][1]["result"].get("isError"), "pings_answered_during_call": len(during),
+            "pings_sent": len(sent), "max_ms": round(1000 * max(during), 1) if during else None,
+            "median_ms": round(1000 * sorted(during)[len(during) // 2], 2) if during else None}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--swaps", type=int, default=1000)
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--kills", type=int, default=30)
     parser.add_argument("--long-s", type=float, default=20.0)
-    parser.add_argument("--only", choices=("swaps", "pairs", "kills", "ping"), action="append")
+    parser.add_argument("--golden-lines", type=int, default=40000,
+                        help="matmul lines of the golden analysed during the stdio ping part (40000: ~1 MB)")
+    parser.add_argument("--only", choices=("swaps", "pairs", "kills", "ping", "ping_stdio"), action="append")
     args = parser.parse_args()
-    parts = args.only or ["swaps", "pairs", "kills", "ping"]
+    parts = args.only or ["swaps", "pairs", "kills", "ping", "ping_stdio"]
     report = {}
     if "swaps" in parts:
         report["swaps"] = _swaps(args.swaps)
@@ -296,11 +358,14 @@ def main() -> int:
         report["kills"] = _kills(args.kills)
     if "ping" in parts:
         report["ping"] = _ping(args.long_s)
+    if "ping_stdio" in parts:
+        report["ping_stdio"] = _ping_stdio(args.golden_lines)
     print(json.dumps(report, indent=2))
     failed = (any(v["escapes"] for v in report.get("swaps", {}).values())
               or report.get("pairs", {}).get("mixed_or_partial") or report.get("pairs", {}).get("unexpected_outcomes")
               or report.get("kills", {}).get("mixed_or_partial") or report.get("kills", {}).get("staging_after_next_run")
-              or report.get("ping", {}).get("max_ms", 0) > 100)
+              or report.get("ping", {}).get("max_ms", 0) > 100
+              or (report.get("ping_stdio", {}).get("max_ms") or 0) > 100)
     return 1 if failed else 0
 
 

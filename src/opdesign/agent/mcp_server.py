@@ -193,6 +193,11 @@ def serve(root: str | Path = ".") -> None:
     """
     _, stdio_server, _ = _sdk()
     server = build_server(Root(root))
+    import sys
+
+    # A tool thread holding the GIL hands it over every switch interval; 1 ms instead of 5 ms keeps
+    # the event loop's answers (ping, tools/list) prompt while a long pure-Python call runs.
+    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
 
     import anyio
 
