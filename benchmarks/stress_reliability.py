@@ -15,7 +15,7 @@
    that the next run did not remove.
 4. Ping latency: the MCP server (in-process, memory streams) runs one tool call that burns CPU in
    Python for --long-s seconds; pings are sent every 0.25 s meanwhile (target: max <= 100 ms).
-   ``ping_stdio``: the same over real stdio (``opdesign mcp`` subprocess) while it analyses a golden
+   ``ping_stdio``: the same over real stdio (tool work in worker processes) (``opdesign mcp`` subprocess) while it analyses a golden
    of --golden-lines matmul statements (about 1 MB, just under the limit: a real call of tens of seconds).
 
 Prints the figures as JSON; exits 1 when a target is missed. Linux (renameat2, /proc-free).
@@ -344,8 +344,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--kills", type=int, default=30)
     parser.add_argument("--long-s", type=float, default=20.0)
-    parser.add_argument("--golden-lines", type=int, default=40000,
-                        help="matmul lines of the golden analysed during the stdio ping part (40000: ~1 MB)")
+    parser.add_argument("--golden-lines", type=int, default=36000,
+                        help="matmul lines of the golden analysed during the stdio ping part (36000: ~1 MB)")
     parser.add_argument("--only", choices=("swaps", "pairs", "kills", "ping", "ping_stdio"), action="append")
     args = parser.parse_args()
     parts = args.only or ["swaps", "pairs", "kills", "ping", "ping_stdio"]

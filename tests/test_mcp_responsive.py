@@ -90,6 +90,52 @@ def test_ping_and_tools_list_answer_while_a_long_call_runs(tmp_path):
     assert order[:2] in ([3, 4], [4, 3]) and order[2] == 2
 
 
+def test_worker_processes_answer_ping_before_the_long_call_and_time_out_for_real(tmp_path):
+    import anyio
+
+    from mcp_slow_worker import wait_for_flag
+    from opdesign.agent.mcp_server import Calls
+
+    made = []
+
+    def calls(types, root):
+        made.append(Calls(types, root, worker=wait_for_flag))
+        return made[-1]
+
+    async def steps(types, send, receive):
+        await send(_request(types, 2, "tools/call", {"name": "list_rules", "arguments": {}}))
+        while not (tmp_path / "started").exists():  # the worker process is running the call
+            await anyio.sleep(0.05)
+        await send(_request(types, 3, "ping"))
+        order = [(await receive())["id"]]
+        (tmp_path / "release").touch()  # only now may the long call complete
+        order.append((await receive())["id"])
+        return order
+
+    try:
+        assert anyio.run(_scenario, tmp_path, calls, steps) == [3, 2]
+    finally:
+        made[0].close()
+
+    def timing_out(types, root):  # the default worker (the real tools), limit 0 s: killed, then respawned
+        made.append(Calls(types, root, timeout=0))
+        return made[-1]
+
+    async def two_calls(types, send, receive):
+        await send(_request(types, 2, "tools/call", {"name": "list_rules", "arguments": {}}))
+        first = await receive()
+        made[-1].timeout = 600
+        await send(_request(types, 3, "tools/call", {"name": "get_pattern", "arguments": {"id": "SK-01"}}))
+        return first, await receive()
+
+    try:
+        first, second = anyio.run(_scenario, tmp_path, timing_out, two_calls)
+    finally:
+        made[-1].close()
+    assert first["result"]["structuredContent"]["error"]["code"] == "timeout"
+    assert second["result"]["structuredContent"]["id"] == "SK-01"
+
+
 def test_calls_over_the_cap_are_busy_and_late_calls_time_out(tmp_path):
     import anyio
 

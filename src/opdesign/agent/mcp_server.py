@@ -11,10 +11,10 @@ the same JSON as text; on failure ``isError`` is true and both carry the
 ``{"error": {"code", "message", "details"}}`` object of ``opdesign tool call``.
 stdout belongs to the protocol; logs and library output go to stderr.
 
-Tool work runs in worker threads, off the event loop, so ``ping``, ``tools/list`` and other calls
-are answered while a long call runs. At most :data:`MAX_CALLS` calls run at once (one more is
-answered with ``busy``), each within :data:`CALL_TIMEOUT_S` seconds (then ``timeout``; the thread's
-late result is dropped). Both are read from ``OPDESIGN_MCP_MAX_CALLS`` / ``OPDESIGN_MCP_CALL_TIMEOUT``.
+Tool work runs in worker processes (:class:`Calls`), off the event loop, so ``ping``, ``tools/list``
+and other calls are answered while a long call runs. At most :data:`MAX_CALLS` calls run at once (one
+more is answered with ``busy``), each within :data:`CALL_TIMEOUT_S` seconds (then ``timeout``, and the
+workers are restarted). Both are read from ``OPDESIGN_MCP_MAX_CALLS`` / ``OPDESIGN_MCP_CALL_TIMEOUT``.
 A line that is not a JSON-RPC message (bad JSON, a lone surrogate, a missing field) is answered with
 a JSON-RPC error (-32700 parse error, -32600 invalid request) instead of being dropped.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import BusyError, OpdesignError
+from opdesign.errors import BusyError, InternalError, OpdesignError
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
 SERVER_NAME = "opdesign"
@@ -78,19 +78,57 @@ def _result(types: Any, payload: dict[str, Any], ok: bool) -> Any:
     )
 
 
-class Calls:
-    """Runs tool calls in worker threads: at most ``max_calls`` at once, each within ``timeout`` seconds.
+def _worker_call(name: str, arguments: dict[str, Any], root: str) -> tuple[dict[str, Any], bool]:
+    """One tool call in a worker process (module level: the process pool imports it by name)."""
+    return call_tool(name, arguments, root)
 
-    A call past its time limit is answered ``timeout``; its thread still counts against ``max_calls``
-    until it ends (threads cannot be stopped), so a stuck tool cannot pile up threads.
+
+class Calls:
+    """Runs tool calls off the event loop: at most ``max_calls`` at once, each within ``timeout`` seconds.
+
+    By default in a pool of ``max_calls`` worker processes (spawned on the first call, reused): a tool
+    that holds the GIL, even inside one long C call such as ``ast.parse`` of a 1 MB golden, cannot stall
+    the loop, and a call past its time limit is stopped for real (the workers are killed and respawned;
+    calls running with it answer ``internal_error``). With ``call`` given (tests, embedding), the call
+    runs in a worker thread instead; a thread past its time limit still counts against ``max_calls``
+    until it ends, so a stuck tool cannot pile up threads.
     """
 
     def __init__(self, types: Any, root: Root, max_calls: int = MAX_CALLS, timeout: float = CALL_TIMEOUT_S,
-                 call: Any = None) -> None:
+                 call: Any = None, worker: Any = None) -> None:
         self.types, self.root, self.max_calls, self.timeout = types, root, max_calls, timeout
-        self.call = call or call_tool
+        self.call = call
+        self.worker = worker or _worker_call  # a module-level function: the pool imports it by name
         self.running = 0
         self._lock = threading.Lock()
+        self._pool: Any = None
+
+    def _release(self, *_: Any) -> None:
+        with self._lock:
+            self.running -= 1
+
+    def _executor(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                self._pool = ProcessPoolExecutor(self.max_calls, mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def _restart(self, pool: Any) -> None:
+        """Kill the workers of ``pool`` (a call ran past its limit); the next call spawns new ones."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop the workers (the server is done; a call still running is not waited for)."""
+        if self._pool is not None:
+            self._restart(self._pool)
 
     async def __call__(self, name: str, arguments: dict[str, Any] | None) -> Any:
         import anyio
@@ -101,20 +139,34 @@ class Calls:
                                   {"max_calls": self.max_calls})
                 return _result(self.types, error.to_json(), False)
             self.running += 1
+        args = arguments if arguments is not None else {}
+        timed_out = CallTimeoutError(f"{name}: no result within the per-call limit of {self.timeout:g} s",
+                                     {"limit_s": self.timeout}).to_json()
+        if self.call is not None:
+            def work() -> tuple[dict[str, Any], bool]:
+                try:
+                    return self.call(name, args, self.root)
+                finally:
+                    self._release()
 
-        def work() -> tuple[dict[str, Any], bool]:
-            try:
-                return self.call(name, arguments if arguments is not None else {}, self.root)
-            finally:
-                with self._lock:
-                    self.running -= 1
-
+            with anyio.move_on_after(self.timeout) as scope:
+                payload, ok = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            return _result(self.types, *((timed_out, False) if scope.cancelled_caught else (payload, ok)))
+        try:
+            pool = self._executor()
+            future = pool.submit(self.worker, name, args, str(self.root.path))
+        except Exception as err:  # noqa: BLE001 - e.g. a pool broken by a restart
+            self._release()
+            return _result(self.types, InternalError(f"{name}: worker unavailable: {err}").to_json(), False)
+        future.add_done_callback(self._release)
         with anyio.move_on_after(self.timeout) as scope:
-            payload, ok = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            try:
+                payload, ok = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+            except Exception as err:  # noqa: BLE001 - the worker died (killed by another call's time limit)
+                payload, ok = InternalError(f"{name}: worker stopped: {type(err).__name__}: {err}").to_json(), False
         if scope.cancelled_caught:
-            error = CallTimeoutError(f"{name}: no result within the per-call limit of {self.timeout:g} s",
-                                     {"limit_s": self.timeout})
-            payload, ok = error.to_json(), False
+            self._restart(pool)
+            payload, ok = timed_out, False
         return _result(self.types, payload, ok)
 
 
@@ -191,17 +243,17 @@ def serve(root: str | Path = ".") -> None:
         McpUnavailableError: the ``mcp`` extra is not installed (exit code 2).
         NotFoundError: ``root`` is not a folder.
     """
-    _, stdio_server, _ = _sdk()
-    server = build_server(Root(root))
+    _, stdio_server, types = _sdk()
+    jail = Root(root)
+    calls = Calls(types, jail)
+    server = build_server(jail, calls)
     import sys
 
-    # A tool thread holding the GIL hands it over every switch interval; 1 ms instead of 5 ms keeps
-    # the event loop's answers (ping, tools/list) prompt while a long pure-Python call runs.
+    # The loop's own threads (stdin reads, the waits on worker results) hand the GIL over every switch
+    # interval; 1 ms instead of 5 ms keeps answers (ping, tools/list) prompt while calls run.
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
 
     import anyio
-
-    types = _sdk()[2]
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -211,4 +263,7 @@ def serve(root: str | Path = ".") -> None:
                 await server.run(receive, write_stream, server.create_initialization_options())
                 group.cancel_scope.cancel()
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        calls.close()
