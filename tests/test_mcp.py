@@ -26,13 +26,10 @@ needs_mcp = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason=N
 async def _session_round(root):
     """List the tools and call estimate_design, new_design and validate_design (plus one error) over stdio."""
     from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    # The SDK starts the server with a minimal environment; keep PYTHONPATH so that the server runs the
-    # same opdesign as this test process (a source tree on PYTHONPATH, not another installed copy).
-    env = get_default_environment() | {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)],
-                                   env=env)
+                                   env=dict(os.environ))  # the SDK's default env drops PYTHONPATH: test this code
     out = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()

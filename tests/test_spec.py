@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES, run_cli
-from opdesign.errors import NotFoundError, SpecError
+from opdesign.errors import InputError, NotFoundError, SpecError
 from opdesign.spec import load_spec, parse_spec, spec_json_schema
 
 BASE = yaml.safe_load((EXAMPLES / "causal_gqa_tail.yaml").read_text())
@@ -71,8 +71,8 @@ def test_cli_new_on_bad_spec_exits_2_and_writes_nothing(tmp_path, path, value, m
 def test_unreadable_and_non_mapping_specs(tmp_path):
     with pytest.raises(NotFoundError, match="SPEC file not found"):
         load_spec(tmp_path / "missing.yaml")
-    with pytest.raises(SpecError, match="cannot read SPEC"):
-        load_spec(tmp_path)  # a directory
+    with pytest.raises(InputError, match="cannot read SPEC: is a folder"):
+        load_spec(tmp_path)  # a directory: invalid_input, refused before any read
     bad = tmp_path / "list.yaml"
     bad.write_text("- 1\n- 2\n")
     with pytest.raises(SpecError, match="must be a YAML mapping, got list"):

@@ -323,6 +323,7 @@ def test_library_output_goes_to_stderr_and_bugs_become_internal_error(monkeypatc
 
 def test_root_resolves_and_scrubs(tmp_path):
     jail = Root(tmp_path)
+    (tmp_path / "a").mkdir()  # resolved on descriptors: "a/.." needs an "a"
     assert jail.resolve("a/../b", "f") == tmp_path.resolve() / "b"
     assert jail.scrub({"x": [f"{jail.path}/a.md: bad", str(jail.path)]}) == {"x": ["a.md: bad", "."]}
 

@@ -1,3 +1,4 @@
 from opdesign.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned worker process (MCP tool calls) imports this as __mp_main__
+    main()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from opdesign import streams
-from opdesign.cliout import FLAG, note, print_version, quiet_option
+from opdesign.cliout import FLAG, is_quiet, note, print_version, quiet_option
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
 from opdesign.render.headings import DEFAULT_LANG
 from opdesign.streams import ascii_json, echo
@@ -93,14 +93,20 @@ def new(
     quiet: bool = quiet_option(),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
-    from opdesign.errors import InputError
+    from opdesign.errors import InputError, ToolIOError
     from opdesign.pipeline import new_design
 
     if lang not in ("en", "zh"):
         raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
-    result = new_design(spec, out, lang=lang, force=force)
-    for path in result.files:
-        note(f"wrote {path}")
+    def announce(paths: list[Path]) -> None:  # printed (and flushed) before publishing: a broken stdout writes nothing
+        if is_quiet():
+            return
+        try:
+            echo("".join(f"wrote {path}\n" for path in paths), nl=False)
+        except streams.StreamError as err:
+            raise ToolIOError(f"stdout: {err} (nothing written)") from None
+
+    result = new_design(spec, out, lang=lang, force=force, before_publish=announce)
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
     note(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
@@ -264,7 +270,6 @@ def validate_cmd(
 
     if fmt not in FORMATTERS:
         raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
-    from opdesign.cliout import is_quiet
     from opdesign.validate.output import format_text
 
     report = validate_paths(paths)
@@ -313,11 +318,12 @@ def rank_cmd(
     quiet: bool = quiet_option(),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
-    from opdesign.pipeline import plan_from_spec_file, rank_spec
+    from opdesign.pipeline import plan_from_spec, rank_spec
     from opdesign.render.costmodel import render_ranking_text
     from opdesign.spec import load_spec
 
-    ranking = rank_spec(load_spec(spec), plan_from_spec_file(spec), top, show_rejected)
+    loaded = load_spec(spec)  # read once
+    ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected)
     echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
 
 # === tool / mcp ===

@@ -57,6 +57,12 @@ class OutputExistsError(OpdesignError):
     code = "output_exists"
 
 
+class BusyError(OpdesignError):
+    """Another opdesign run is writing the same output folder and kept its lock too long."""
+
+    code = "busy"
+
+
 class InputError(OpdesignError):
     """Any other unusable input (unreadable file, not UTF-8, too large, bad argument)."""
 

@@ -6,15 +6,17 @@ by the functions that rank, so a plain estimate stays numpy-free.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from opdesign.errors import OpdesignError, SpecError
+from opdesign.errors import NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
 from opdesign.render.write import write_artifacts
+from opdesign.safefs import read_regular
 from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
 from opdesign.spec import Spec, load_spec
 
@@ -32,21 +34,40 @@ class NewResult:
     files: list[Path]
 
 
-def golden_module_count(spec: Spec, spec_path: Path) -> tuple[int, str] | None:
+#: ``read(relative_golden) -> (bytes, name)``: how a SPEC's golden is read (the tools read it inside their root).
+GoldenReader = Callable[[str], tuple[bytes, str]]
+
+
+def golden_module_count(spec: Spec, spec_path: Path, read: GoldenReader | None = None) -> tuple[int, str] | None:
     """Module count and reason from the SPEC's ``golden`` (path relative to the SPEC file).
 
+    The golden is opened once and its bytes parsed (bounded read of a regular file); ``read``
+    replaces the plain open next to the SPEC.
+
     Raises:
-        SpecError: the golden is missing, not a ``.py`` file, or cannot be analysed.
+        SpecError: the golden is not a ``.py`` file, is missing, or cannot be analysed.
+        PathOutsideRootError, TooLargeError: from ``read`` (an agent tool's root and limits).
     """
     if spec.golden is None:
         return None
     from opdesign.golden import estimate_golden  # the golden estimator loads only for a SPEC that names one
+    from opdesign.golden.estimate import MAX_GOLDEN_BYTES
 
-    path = (spec_path.parent / spec.golden).resolve()
-    if path.suffix != ".py" or not path.is_file():
+    if not spec.golden.endswith(".py"):
         raise SpecError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC")
     try:
-        report = estimate_golden(path)
+        if read is None:
+            name = str(Path(spec_path).parent / spec.golden)
+            data = read_regular(name, MAX_GOLDEN_BYTES)
+        else:
+            data, name = read(spec.golden)
+        report = estimate_golden(Path(name), source=data)
+    except (PathOutsideRootError, TooLargeError):
+        raise
+    except NotFoundError as err:
+        why = " (symlink loop)" if "loop" in err.message else ""
+        raise NotFoundError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC{why}",
+                            {"field": "golden", "path": spec.golden}) from None
     except OpdesignError as err:
         raise SpecError(f"{spec_path}: golden: {err.message}") from None
     return report.module_count, report.reason
@@ -58,13 +79,13 @@ def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
     ``tuning=True`` adds the cost-model rank and tuning candidates (:func:`with_tuning`).
     """
     path = Path(spec_path)
-    return plan_from_spec(load_spec(path), path, tuning)
+    return plan_from_spec(load_spec(path), path, tuning=tuning)
 
 
-def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False) -> Plan:
-    """:func:`plan_from_spec_file` for a SPEC already loaded from ``spec_path`` (its ``golden`` is relative to it)."""
+def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False, read: GoldenReader | None = None) -> Plan:
+    """Estimate a loaded SPEC (``spec_path`` names it; its golden is read with ``read``, see above)."""
     path = Path(spec_path)
-    module_count = golden_module_count(spec, path)
+    module_count = golden_module_count(spec, path, read)
     try:
         plan = estimate(spec, module_count)
     except SpecError as err:  # a field the planner refuses (layout TND, ...): name the file as load_spec does
@@ -106,14 +127,19 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = DEFAULT_LANG,
-               force: bool = False, *, spec: Spec | None = None) -> NewResult:
-    """``opdesign new``: plan the SPEC and write the three artifacts under ``out_dir``.
+               force: bool = False, before_publish: Callable[[list[Path]], None] | None = None, *,
+               spec: Spec | None = None) -> NewResult:
+    """``opdesign new``: plan the SPEC and write the artifacts under ``out_dir``, all or nothing.
 
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
-    invalid or a target exists without ``force``. ``spec``: the SPEC already loaded from ``spec_path``.
+    invalid, a target exists without ``force``, or ``before_publish`` (called with the paths about to
+    be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
     """
     plan = (plan_from_spec(spec, spec_path, tuning=True) if spec is not None
             else plan_from_spec_file(spec_path, tuning=True))
     files = render_all(plan, lang)
-    written = write_artifacts(files, Path(out_dir) if out_dir is not None else Path(plan.op_name), force=force)
+    out = Path(out_dir) if out_dir is not None else Path(plan.op_name)
+    paths = [out / rel for rel in files]
+    hook = (lambda: before_publish(paths)) if before_publish is not None else None
+    written = write_artifacts(files, out, force=force, before_publish=hook)
     return NewResult(plan=plan, files=written)

@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from opdesign.catalog import load_catalog
 from opdesign import yamlsafe
-from opdesign.errors import NotFoundError, SpecError
+from opdesign.errors import NotFoundError, SpecError, TooLargeError
 
-MAX_SPEC_BYTES = 1_000_000
+MAX_SPEC_BYTES = 1_048_576
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
 # rtol/atol defaults by input dtype: our choice for a float64 golden, stated in
 # the README (bf16 has 8 mantissa bits, fp16 11, fp32 24).
@@ -344,22 +344,31 @@ def _error_details(err: ValidationError) -> list[dict[str, str]]:
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Read and validate a SPEC YAML file (the strict loader of :mod:`opdesign.yamlsafe`, at most 1 MB).
+    """Read and validate a SPEC YAML file (the strict loader of :mod:`opdesign.yamlsafe`; at most MAX_SPEC_BYTES =
+    1048576 bytes, a regular file).
 
     Raises:
         NotFoundError: the file does not exist (code ``not_found``).
         SpecError: unreadable file, not UTF-8, bad YAML (a repeated key, a base-60 or octal number: the
             message gives the line), or schema violation.
     """
+    from opdesign.errors import InputError, ToolIOError
+    from opdesign.safefs import read_regular
+
     p = Path(path)
     try:
-        if not p.exists():
-            raise NotFoundError(f"{p}: SPEC file not found")
-        raw = p.read_bytes()
-    except (OSError, ValueError) as err:  # ValueError: NUL byte in the path
-        raise SpecError(f"{p}: cannot read SPEC: {getattr(err, 'strerror', None) or err}") from None
+        raw = read_regular(p, MAX_SPEC_BYTES)
+    except NotFoundError as err:
+        raise NotFoundError(f"{p}: SPEC file not found" + (" (symlink loop)" if "loop" in err.message else "")) from None
+    except (InputError, ToolIOError) as err:
+        raise err.__class__(f"{p}: cannot read SPEC: {err.message.removeprefix(str(p) + ': ')}") from None
+    return spec_from_bytes(raw, p)
+
+
+def spec_from_bytes(raw: bytes, p: str | Path) -> Spec:
+    """Validate the bytes of a SPEC file read once (``p`` names it in messages); see :func:`load_spec`."""
     if len(raw) > MAX_SPEC_BYTES:
-        raise SpecError(f"{p}: SPEC is larger than {MAX_SPEC_BYTES} bytes")
+        raise TooLargeError(f"{p}: SPEC is larger than {MAX_SPEC_BYTES} bytes", {"limit": MAX_SPEC_BYTES})
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -7,7 +7,9 @@ the CLI. :mod:`opdesign.agent.tools` lists the tools and dispatches calls.
 
 Safety: every path a tool reads or writes is given relative to a root folder
 (``--root``, default the current directory) and is refused with
-``path_outside_root`` when it resolves outside that root, symlinks included.
+``path_outside_root`` when it resolves outside that root, symlinks included. Paths are resolved
+on open descriptors, one component at a time (:mod:`opdesign.safefs`), so a path swapped for a
+symlink between the check and the use cannot lead outside.
 Paths in results and error messages are printed relative to the root.
 """
 
@@ -22,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from opdesign.safefs import Jail, Resolved
 from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
     InputError,
     InternalError,
@@ -32,9 +35,11 @@ from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
     ToolIOError,
 )
 
-#: Largest inline text (DESIGN.md or interface YAML) a tool accepts, in characters.
+#: Largest inline text (DESIGN.md or interface YAML) a tool accepts, in characters (schema ``maxLength``) ...
 MAX_TEXT_CHARS = 262_144
-#: Largest file (SPEC, DESIGN.md, interface YAML, golden) a tool reads, in bytes.
+#: ... and in UTF-8 bytes: the validator's limit (``opdesign.validate.MAX_INPUT_BYTES``), also for DESIGN.md files.
+MAX_TEXT_BYTES = 262_144
+#: Largest file (SPEC, golden, a SPEC's golden) a tool reads, in bytes.
 MAX_FILE_BYTES = 1_048_576
 #: Largest JSON request ``opdesign tool call`` reads from stdin or ``--input``, in bytes.
 MAX_REQUEST_BYTES = 2 * MAX_FILE_BYTES
@@ -50,6 +55,9 @@ ERROR_CODES: dict[str, str] = {
     "path_outside_root": "a path resolves outside the tool root (symlinks are followed before the check)",
     "io_error": "a file, folder or standard stream (closed, full, broken pipe) could not be read or written",
     "output_exists": "new_design would overwrite a file and force is not true",
+    "busy": "another opdesign run kept the output folder locked, or the MCP server runs its maximum of calls; "
+            "try again",
+    "timeout": "the MCP server's per-call time limit passed before the tool answered",
     "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
     "extra_missing": "the tool needs an optional extra that is not installed (the message gives the pip command)",
     "internal_error": "a bug or a missing opdesign component; the message says which",
@@ -146,13 +154,15 @@ def require_library(module: str, *names: str) -> Any:
 
 
 class Root:
-    """The folder tools may touch. Paths are resolved (symlinks followed) and must stay inside it."""
+    """The folder tools may touch. Paths are resolved on open descriptors (:class:`opdesign.safefs.Jail`):
+    the check that a path stays inside and the use of the file are the same descriptor."""
 
     def __init__(self, path: str | Path = ".") -> None:
         root = Path(path)
         if not root.is_dir():
             raise NotFoundError(f"tool root {str(path)!r} is not a folder", {"root": str(path)})
         self.path = root.resolve()
+        self.jail = Jail(self.path)
 
     def contains(self, path: Path) -> bool:
         return path == self.path or self.path in path.parents
@@ -161,41 +171,34 @@ class Root:
         """``path`` relative to the root, POSIX style (``.`` for the root itself)."""
         return path.relative_to(self.path).as_posix() if self.contains(path) else str(path)
 
+    def walk(self, value: str, field: str, **options: Any) -> Resolved:
+        """:meth:`opdesign.safefs.Jail.walk` (the caller closes the result)."""
+        return self.jail.walk(value, field, **options)
+
     def resolve(self, value: str, field: str) -> Path:
-        """Resolve ``value`` (relative to the root, or absolute) and refuse it outside the root.
+        """The path ``value`` names inside the root (an existing path, or an absent last component).
 
         Raises:
             InputError: empty or NUL-containing path.
-            PathOutsideRootError: the resolved path (after symlinks) leaves the root.
+            PathOutsideRootError: the path (after symlinks) leaves the root.
+            NotFoundError: a missing parent folder or a symlink loop.
         """
-        if not value or "\x00" in value:
-            raise InputError(f"{field}: not a usable path: {value!r}", {"field": field})
-        resolved = (self.path / value).resolve()
-        if not self.contains(resolved):
-            raise PathOutsideRootError(
-                f"{field}: {value!r} resolves outside the tool root", {"field": field, "path": value})
-        return resolved
+        with self.jail.walk(value, field, want="out") as res:
+            return self.path.joinpath(*res.names, *([res.name] if res.kind == "missing" else []))
 
-    def file(self, value: str, field: str, max_bytes: int = MAX_FILE_BYTES) -> Path:
-        """An existing regular file inside the root, at most ``max_bytes`` long."""
-        path = self.resolve(value, field)
-        if not path.exists():
-            raise NotFoundError(f"{field}: {value!r} does not exist", {"field": field, "path": value})
-        if not path.is_file():
-            raise InputError(f"{field}: {value!r} is not a file", {"field": field, "path": value})
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise TooLargeError(f"{field}: {value!r} is {size} bytes; the limit is {max_bytes}",
-                                {"field": field, "bytes": size, "limit": max_bytes})
-        return path
+    def read(self, value: str, field: str, limit: int = MAX_FILE_BYTES,
+             start: Resolved | None = None) -> tuple[bytes, Resolved]:
+        """Bytes (one bounded read) of the regular file ``value`` inside the root, and its resolution.
+
+        Raises:
+            NotFoundError, InputError (not a regular file), TooLargeError, PathOutsideRootError.
+        """
+        return self.jail.read(value, field, limit, start=start)
 
     def folder(self, value: str, field: str, must_exist: bool = True) -> Path:
         """A folder inside the root whose symlinks (to :data:`LINK_CHECK_DEPTH`) stay inside it."""
-        path = self.resolve(value, field)
-        if must_exist and not path.exists():
-            raise NotFoundError(f"{field}: {value!r} does not exist", {"field": field, "path": value})
-        if path.exists() and not path.is_dir():
-            raise InputError(f"{field}: {value!r} is not a folder", {"field": field, "path": value})
+        with self.jail.walk(value, field, want="out" if not must_exist else "dir") as res:
+            path = self.path.joinpath(*res.names, *([res.name] if res.kind == "missing" else []))
         if path.is_dir():
             self.check_links(path, field)
         return path

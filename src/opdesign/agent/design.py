@@ -8,12 +8,25 @@ only what it needs.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from opdesign.agent.base import MAX_TEXT_CHARS, Root, Tool, ToolInput, ToolOutput, require_library
+from opdesign.agent.base import (
+    MAX_FILE_BYTES,
+    MAX_TEXT_BYTES,
+    MAX_TEXT_CHARS,
+    InputError,
+    NotFoundError,
+    Root,
+    Tool,
+    ToolInput,
+    ToolOutput,
+    TooLargeError,
+    require_library,
+)
+from opdesign.safefs import Resolved, read_fd
 from opdesign.render.headings import DEFAULT_LANG
 
 SPEC_PATH = Field(description="SPEC YAML file, relative to the tool root", min_length=1, max_length=4096)
@@ -43,15 +56,43 @@ class EstimateDesignInput(ToolInput):
     spec_path: str = SPEC_PATH
 
 
-def _spec_file(root: Root, spec_path: str) -> tuple[Path, Any]:
-    """The SPEC file inside the root and its Spec; its ``golden`` (relative to the SPEC) must stay inside too."""
-    from opdesign.spec import load_spec
+class _SpecSource:
+    """A SPEC read once inside the root: its Spec, its name and a reader for its golden (opened relative to
+    the SPEC's folder descriptor, inside the same root, at most MAX_FILE_BYTES)."""
 
-    path = root.file(spec_path, "spec_path")
-    spec = load_spec(path)
-    if spec.golden is not None:
-        root.resolve(str(path.parent / spec.golden), "golden")
-    return path, spec
+    def __init__(self, root: Root, spec_path: str) -> None:
+        from opdesign.spec import spec_from_bytes
+
+        raw, res = root.read(spec_path, "spec_path", MAX_FILE_BYTES)
+        self.root = root
+        self.folder = Resolved(res.stack, res.names[:-1], "dir")
+        self.name = str(root.path.joinpath(*res.names))
+        res.stack = []  # now owned by self.folder
+        res.close()
+        try:
+            self.spec = spec_from_bytes(raw, self.name)
+        except BaseException:
+            self.close()
+            raise
+
+    def read_golden(self, rel: str) -> tuple[bytes, str]:
+        data, res = self.root.read(rel, "golden", MAX_FILE_BYTES, start=self.folder)
+        res.close()
+        return data, str(self.root.path.joinpath(*res.names))
+
+    def plan(self, tuning: bool = False) -> Any:
+        from opdesign.pipeline import plan_from_spec
+
+        return plan_from_spec(self.spec, self.name, tuning=tuning, read=self.read_golden)
+
+    def close(self) -> None:
+        self.folder.close()
+
+    def __enter__(self) -> _SpecSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _plan_model() -> type[BaseModel]:
@@ -61,10 +102,8 @@ def _plan_model() -> type[BaseModel]:
 
 
 def _estimate_design(args: EstimateDesignInput, root: Root) -> BaseModel:
-    from opdesign.pipeline import plan_from_spec
-
-    spec_file, spec = _spec_file(root, args.spec_path)
-    return plan_from_spec(spec, spec_file)  # the SPEC is read once
+    with _SpecSource(root, args.spec_path) as source:
+        return source.plan()
 
 
 # --- new_design ---
@@ -95,16 +134,32 @@ class NewDesignResult(ToolOutput):
 
 
 def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
-    from opdesign.pipeline import new_design
+    from opdesign.render.design import render_all
+    from opdesign.render.write import publish
 
-    spec_file, spec = _spec_file(root, args.spec_path)
-    out_value = args.out_dir if args.out_dir is not None else spec.op_name
-    out_dir = root.folder(out_value, "out_dir", must_exist=False)
-    result = new_design(spec_file, out_dir, lang=args.lang, force=args.force, spec=spec)
-    plan = result.plan
+    with _SpecSource(root, args.spec_path) as source:
+        plan = source.plan(tuning=True)
+    files = render_all(plan, args.lang)
+    out = root.walk(args.out_dir if args.out_dir is not None else plan.op_name, "out_dir", want="out",
+                    create_parents=True)
+    try:
+        if out.kind == "missing":
+            parent_fd, name, target_fd = out.stack[-1], out.name, None
+        elif out.names:
+            parent_fd, name, target_fd = out.stack[-2], out.names[-1], None
+        else:  # the root itself
+            parent_fd, name, target_fd = None, None, out.fd
+        display = "/".join(out.names + ([out.name] if out.name else [])) or "."
+        written = publish(files, parent_fd, name, args.force, display, target_fd=target_fd, jail=root.jail,
+                          target_res=out if out.kind == "dir" else None)
+    except BaseException:
+        root.jail._remove_created(out)
+        raise
+    finally:
+        out.close()
     return NewDesignResult(
-        out_dir=root.relative(out_dir),
-        files=[root.relative(Path(p).resolve()) for p in result.files],
+        out_dir=display,
+        files=[path.removeprefix("./") for path in written],
         op_name=plan.op_name,
         skeleton=plan.skeleton.id,
         form=plan.form,
@@ -152,12 +207,40 @@ def _report_model() -> type[BaseModel]:
 
 def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
     if args.text is not None:
+        size = len(args.text.encode("utf-8", "surrogatepass"))
+        if size > MAX_TEXT_BYTES:
+            raise TooLargeError(f"validate_design: text: {size} bytes in UTF-8, over the limit of {MAX_TEXT_BYTES}",
+                                {"field": "text", "bytes": size, "limit": MAX_TEXT_BYTES})
         validate_text = require_library("opdesign.validate", "validate_text")
         return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text)
-    path = root.resolve(args.design_path, "design_path")
-    path = root.folder(args.design_path, "design_path") if path.is_dir() else root.file(args.design_path, "design_path")
-    validate_paths = require_library("opdesign.validate", "validate_paths")
-    return validate_paths([path])
+    from opdesign.errors import OpdesignError
+    from opdesign.validate.engine import DESIGN_NAME, INTERFACES_PATH, Unusable, validate_loaded
+
+    with root.walk(args.design_path, "design_path") as res:
+        if res.kind == "dir":
+            try:
+                data, design = root.read(DESIGN_NAME, "design_path", MAX_TEXT_BYTES, start=res)
+            except (NotFoundError, InputError) as err:  # as validate_paths: an unusable-input finding
+                why = "no such file" if isinstance(err, NotFoundError) else err.message.split(": ", 1)[-1]
+                return validate_loaded(str(root.path.joinpath(*res.names, DESIGN_NAME)), Unusable(why), "", None)
+        else:
+            data = read_fd(res.fd, MAX_TEXT_BYTES, args.design_path, "design_path")
+            design = Resolved([os.dup(fd) for fd in res.stack], list(res.names), "file")
+        with design:
+            folder = Resolved(design.stack, design.names[:-1], "dir")
+            design.stack = []
+            with folder:
+                name = str(root.path.joinpath(*design.names))
+                iface_name = str(root.path.joinpath(*folder.names, *INTERFACES_PATH))
+                try:
+                    iface, found = root.read("/".join(INTERFACES_PATH), "design_path", MAX_TEXT_BYTES + 1,
+                                             start=folder)
+                    found.close()
+                except NotFoundError:
+                    iface = None
+                except (InputError, OpdesignError) as err:
+                    iface = Unusable(err.message.split(": ", 1)[-1])
+    return validate_loaded(name, data, iface_name, iface)
 
 
 # --- rank_candidates ---
@@ -174,11 +257,9 @@ def _ranking_model() -> type[BaseModel]:
 
 
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
-    from opdesign.pipeline import plan_from_spec
-
     rank = require_library("opdesign.pipeline", "rank_spec")
-    spec_file, spec = _spec_file(root, args.spec_path)
-    return rank(spec, plan_from_spec(spec, spec_file), args.top, args.include_rejected)
+    with _SpecSource(root, args.spec_path) as source:
+        return rank(source.spec, source.plan(), args.top, args.include_rejected)
 
 
 # --- estimate_golden ---
@@ -203,8 +284,10 @@ def _golden_model() -> type[BaseModel]:
 def _estimate_golden(args: EstimateGoldenInput, root: Root) -> BaseModel:
     from opdesign.golden import estimate_golden
 
-    return estimate_golden(root.file(args.golden_path, "golden_path"), args.function, args.state_groups,
-                           args.cross_tile_reduce)
+    data, res = root.read(args.golden_path, "golden_path", MAX_FILE_BYTES)
+    res.close()
+    return estimate_golden(root.path.joinpath(*res.names), args.function, args.state_groups,
+                           args.cross_tile_reduce, source=data)
 
 
 DESIGN_TOOLS = (

@@ -10,17 +10,26 @@ is the tool's result (it matches the tool's ``outputSchema``) and ``content`` ho
 the same JSON as text; on failure ``isError`` is true and both carry the
 ``{"error": {"code", "message", "details"}}`` object of ``opdesign tool call``.
 stdout belongs to the protocol; logs and library output go to stderr.
+
+Tool work runs in worker processes (:class:`Calls`), off the event loop, so ``ping``, ``tools/list``
+and other calls are answered while a long call runs. At most :data:`MAX_CALLS` calls run at once (one
+more is answered with ``busy``), each within :data:`CALL_TIMEOUT_S` seconds (then ``timeout``, and the
+workers are restarted). Both are read from ``OPDESIGN_MCP_MAX_CALLS`` / ``OPDESIGN_MCP_CALL_TIMEOUT``.
+A line that is not a JSON-RPC message (bad JSON, a lone surrogate, a missing field) is answered with
+a JSON-RPC error (-32700 parse error, -32600 invalid request) instead of being dropped.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import OpdesignError
+from opdesign.errors import BusyError, InternalError, OpdesignError
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
 SERVER_NAME = "opdesign"
@@ -29,6 +38,18 @@ INSTRUCTIONS = (
     "estimate_design -> new_design -> validate_design -> fix findings (explain_rule, get_pattern) -> run the "
     "scaffold self-check. Paths are relative to the server's root folder."
 )
+
+
+#: Tool calls running at once (worker threads); one more is answered with ``busy``.
+MAX_CALLS = int(os.environ.get("OPDESIGN_MCP_MAX_CALLS", "4"))
+#: Seconds one call may take before it is answered with ``timeout`` (verify_design runs PyPTO for minutes).
+CALL_TIMEOUT_S = float(os.environ.get("OPDESIGN_MCP_CALL_TIMEOUT", "3600"))
+
+
+class CallTimeoutError(OpdesignError):
+    """A tool call ran longer than the MCP server's per-call time limit."""
+
+    code = "timeout"
 
 
 class McpUnavailableError(OpdesignError):
@@ -50,25 +71,152 @@ def _sdk() -> tuple[Any, Any, Any]:
     return Server, stdio_server, types
 
 
-def _tool_result(types: Any, root: Root, name: str, arguments: dict[str, Any] | None) -> Any:
-    payload, ok = call_tool(name, arguments if arguments is not None else {}, root)
+def _result(types: Any, payload: dict[str, Any], ok: bool) -> Any:
     text = json.dumps(payload, ensure_ascii=False)
     return types.CallToolResult.model_validate(
         {"content": [{"type": "text", "text": text}], "structuredContent": payload, "isError": not ok}
     )
 
 
-def build_server(root: Root) -> Any:
-    """An SDK ``Server`` listing and calling the opdesign tools inside ``root``."""
+def _worker_call(name: str, arguments: dict[str, Any], root: str) -> tuple[dict[str, Any], bool]:
+    """One tool call in a worker process (module level: the process pool imports it by name)."""
+    return call_tool(name, arguments, root)
+
+
+class Calls:
+    """Runs tool calls off the event loop: at most ``max_calls`` at once, each within ``timeout`` seconds.
+
+    By default in a pool of ``max_calls`` worker processes (spawned on the first call, reused): a tool
+    that holds the GIL, even inside one long C call such as ``ast.parse`` of a 1 MB golden, cannot stall
+    the loop, and a call past its time limit is stopped for real (the workers are killed and respawned;
+    calls running with it answer ``internal_error``). With ``call`` given (tests, embedding), the call
+    runs in a worker thread instead; a thread past its time limit still counts against ``max_calls``
+    until it ends, so a stuck tool cannot pile up threads.
+    """
+
+    def __init__(self, types: Any, root: Root, max_calls: int = MAX_CALLS, timeout: float = CALL_TIMEOUT_S,
+                 call: Any = None, worker: Any = None) -> None:
+        self.types, self.root, self.max_calls, self.timeout = types, root, max_calls, timeout
+        self.call = call
+        self.worker = worker or _worker_call  # a module-level function: the pool imports it by name
+        self.running = 0
+        self._lock = threading.Lock()
+        self._pool: Any = None
+
+    def _release(self, *_: Any) -> None:
+        with self._lock:
+            self.running -= 1
+
+    def _executor(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                self._pool = ProcessPoolExecutor(self.max_calls, mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def _restart(self, pool: Any) -> None:
+        """Kill the workers of ``pool`` (a call ran past its limit); the next call spawns new ones."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop the workers (the server is done; a call still running is not waited for)."""
+        if self._pool is not None:
+            self._restart(self._pool)
+
+    async def __call__(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        import anyio
+
+        with self._lock:
+            if self.running >= self.max_calls:
+                error = BusyError(f"{name}: the server is running {self.max_calls} calls; try again",
+                                  {"max_calls": self.max_calls})
+                return _result(self.types, error.to_json(), False)
+            self.running += 1
+        args = arguments if arguments is not None else {}
+        timed_out = CallTimeoutError(f"{name}: no result within the per-call limit of {self.timeout:g} s",
+                                     {"limit_s": self.timeout}).to_json()
+        if self.call is not None:
+            def work() -> tuple[dict[str, Any], bool]:
+                try:
+                    return self.call(name, args, self.root)
+                finally:
+                    self._release()
+
+            with anyio.move_on_after(self.timeout) as scope:
+                payload, ok = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            return _result(self.types, *((timed_out, False) if scope.cancelled_caught else (payload, ok)))
+        try:
+            pool = self._executor()
+            future = pool.submit(self.worker, name, args, str(self.root.path))
+        except Exception as err:  # noqa: BLE001 - e.g. a pool broken by a restart
+            self._release()
+            return _result(self.types, InternalError(f"{name}: worker unavailable: {err}").to_json(), False)
+        future.add_done_callback(self._release)
+        with anyio.move_on_after(self.timeout) as scope:
+            try:
+                payload, ok = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+            except Exception as err:  # noqa: BLE001 - the worker died (killed by another call's time limit)
+                payload, ok = InternalError(f"{name}: worker stopped: {type(err).__name__}: {err}").to_json(), False
+        if scope.cancelled_caught:
+            self._restart(pool)
+            payload, ok = timed_out, False
+        return _result(self.types, payload, ok)
+
+
+def rpc_error(types: Any, item: Exception) -> Any:
+    """The JSON-RPC error answering a line the transport could not read as a message (its id when found)."""
+    raw: Any = None
+    detail = str(item).splitlines()[0][:200] if str(item) else type(item).__name__
+    errors = getattr(item, "errors", None)
+    if callable(errors):
+        try:
+            first = next(iter(errors()), {})
+            raw, detail = first.get("input"), str(first.get("msg", detail))[:200]
+        except Exception:  # noqa: BLE001 - any shape: answer with id null
+            raw = None
+    code, message = -32600, "Invalid Request"
+    if isinstance(raw, (str, bytes)):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw, code, message = None, -32700, "Parse error"
+    rid = raw.get("id") if isinstance(raw, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        rid = None
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=f"{message}: {detail}"))
+
+
+async def answer_malformed(types: Any, read_stream: Any, write_stream: Any, send: Any) -> None:
+    """Relay the transport's messages to ``send``; answer each unreadable line with a JSON-RPC error."""
+    from mcp.shared.message import SessionMessage
+
+    async with send:
+        async for item in read_stream:
+            if isinstance(item, Exception):
+                await write_stream.send(SessionMessage(rpc_error(types, item)))
+            else:
+                await send.send(item)
+
+
+def build_server(root: Root, calls: Calls | None = None) -> Any:
+    """An SDK ``Server`` listing and calling the opdesign tools inside ``root`` (tool work runs in ``calls``)."""
     Server, _, types = _sdk()
     tools = [types.Tool.model_validate(d) for d in tool_definitions()]
+    calls = calls or Calls(types, root)
 
     if "on_call_tool" in inspect.signature(Server.__init__).parameters:  # mcp 2.x
         async def on_list_tools(ctx: Any, params: Any) -> Any:
             return types.ListToolsResult(tools=tools)
 
         async def on_call_tool(ctx: Any, params: Any) -> Any:
-            return _tool_result(types, root, params.name, params.arguments)
+            return await calls(params.name, params.arguments)
 
         return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                       on_list_tools=on_list_tools, on_call_tool=on_call_tool)
@@ -81,7 +229,7 @@ def build_server(root: Root) -> Any:
         return types.ServerResult(types.ListToolsResult(tools=tools))
 
     async def call(request: Any) -> Any:
-        return types.ServerResult(_tool_result(types, root, request.params.name, request.params.arguments))
+        return types.ServerResult(await calls(request.params.name, request.params.arguments))
 
     server.request_handlers[types.ListToolsRequest] = list_tools
     server.request_handlers[types.CallToolRequest] = call
@@ -95,13 +243,27 @@ def serve(root: str | Path = ".") -> None:
         McpUnavailableError: the ``mcp`` extra is not installed (exit code 2).
         NotFoundError: ``root`` is not a folder.
     """
-    _, stdio_server, _ = _sdk()
-    server = build_server(Root(root))
+    _, stdio_server, types = _sdk()
+    jail = Root(root)
+    calls = Calls(types, jail)
+    server = build_server(jail, calls)
+    import sys
 
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+    # The loop's own threads (stdin reads, the waits on worker results) hand the GIL over every switch
+    # interval; 1 ms instead of 5 ms keeps answers (ping, tools/list) prompt while calls run.
+    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
 
     import anyio
 
-    anyio.run(run)
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream(0)
+            async with anyio.create_task_group() as group:
+                group.start_soon(answer_malformed, types, read_stream, write_stream, send)
+                await server.run(receive, write_stream, server.create_initialization_options())
+                group.cancel_scope.cancel()
+
+    try:
+        anyio.run(run)
+    finally:
+        calls.close()

@@ -23,6 +23,7 @@ import contextlib
 import json
 import sys
 import os
+import threading
 import traceback
 from functools import cache
 from pathlib import Path
@@ -88,6 +89,28 @@ def _check_input(name: str, args: Any) -> None:
     raise InputError(f"{name}: {where}: {message}", details)
 
 
+_redirect_lock = threading.Lock()
+_redirect_depth = 0
+_saved_stdout: Any = None
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Any:
+    """``sys.stdout`` points at stderr while any tool runs (threads included: the first in swaps, the last out restores)."""
+    global _redirect_depth, _saved_stdout
+    with _redirect_lock:
+        if _redirect_depth == 0:
+            _saved_stdout, sys.stdout = sys.stdout, sys.stderr
+        _redirect_depth += 1
+    try:
+        yield
+    finally:
+        with _redirect_lock:
+            _redirect_depth -= 1
+            if _redirect_depth == 0:
+                sys.stdout, _saved_stdout = _saved_stdout, None
+
+
 def _run(name: str, args: Any, root: Root) -> dict[str, Any]:
     from pydantic import ValidationError
 
@@ -99,7 +122,7 @@ def _run(name: str, args: Any, root: Root) -> dict[str, Any]:
         problems = [{"field": ".".join(map(str, e["loc"])) or "(arguments)",
                      "msg": e["msg"].removeprefix("Value error, ")} for e in err.errors()]
         raise InputError(f"{name}: " + "; ".join(p["msg"] for p in problems), {"errors": problems}) from None
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_to_stderr():
         result = tool.run(parsed, root)
     return root.scrub(result.model_dump(mode="json", context=SAY))
 
@@ -129,7 +152,11 @@ def call_tool(name: str, args: Any, root: Root | str | Path = ".") -> tuple[dict
 
 def read_request(stream: BinaryIO) -> Any:
     """Parse one JSON request (at most MAX_REQUEST_BYTES; empty input means ``{}``)."""
-    raw = stream.read(MAX_REQUEST_BYTES + 1)
+    return parse_request(stream.read(MAX_REQUEST_BYTES + 1))
+
+
+def parse_request(raw: bytes) -> Any:
+    """Parse the bytes of one JSON request (see :func:`read_request`)."""
     if len(raw) > MAX_REQUEST_BYTES:
         raise TooLargeError(f"the request is larger than {MAX_REQUEST_BYTES} bytes", {"limit": MAX_REQUEST_BYTES})
     try:
@@ -154,9 +181,14 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
             if sys.stdin is None:
                 raise ToolIOError("stdin is closed: give the JSON request on stdin or with --input")
             args = read_request(sys.stdin.buffer)
-        else:
-            with open(input_file, "rb") as stream:
-                args = read_request(stream)
+        else:  # one bounded read of a regular file: a FIFO or /dev/zero is refused, never waited on
+            from opdesign.safefs import read_regular
+
+            try:
+                raw = read_regular(input_file, MAX_REQUEST_BYTES, "--input")
+            except NotFoundError as err:  # documented as io_error: the --input file cannot be read
+                raise ToolIOError(f"--input: {err.message}") from None
+            args = parse_request(raw)
     except OpdesignError as err:
         payload, ok = err.to_json(), False
     except OSError as err:

@@ -60,7 +60,8 @@ __all__ = ["AttentionSignals", "DesignParams", "GoldenReport", "GoldenSignals", 
            "derive_design_params", "estimate_golden", "parity_module_count"]
 
 GOLDEN_SUFFIX = "_golden"
-MAX_GOLDEN_BYTES = 4 * 1024 * 1024
+#: Largest golden file, in bytes (1 MiB, as every file an agent tool reads).
+MAX_GOLDEN_BYTES = 1_048_576
 LIMITATIONS = (
     "Static syntax hints only: the golden is parsed, never run, and calls are recognised by their "
     "name (a @ b, np.matmul, x.sum), so aliased or indirect calls are missed and look-alikes are "
@@ -220,21 +221,26 @@ def decide_module_count(attention: AttentionSignals, design: DesignParams) -> tu
     )
 
 
-def parse_golden(path: Path) -> ast.Module:
-    """Read and parse a golden file without running it.
+def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
+    """Read (one bounded read of a regular file, unless ``data`` holds its bytes) and parse a golden
+    file without running it.
 
-    Errors: :class:`NotFoundError` for a missing file; :class:`InputError` for a
-    directory, an unreadable or oversized file, bytes that are not UTF-8 and
-    syntax errors (both with ``line N``).
+    Errors: :class:`NotFoundError` for a missing file or a symlink loop; :class:`InputError` for a
+    directory, FIFO or device, an unreadable or oversized file (over MAX_GOLDEN_BYTES), bytes that are
+    not UTF-8 and syntax errors (both with ``line N``).
     """
-    if not path.exists():
-        raise NotFoundError(f"golden file not found: {path}", details={"path": str(path)})
-    if not path.is_file():
-        raise InputError(f"golden path is not a file: {path}", details={"path": str(path)})
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read golden file {path}: {err.strerror}", details={"path": str(path)}) from err
+    if data is None:
+        from opdesign.errors import TooLargeError, ToolIOError
+        from opdesign.safefs import read_regular
+
+        try:
+            data = read_regular(path, MAX_GOLDEN_BYTES)
+        except NotFoundError as err:
+            why = "symlink loop" if "loop" in err.message else "not found"
+            raise NotFoundError(f"golden file {why}: {path}", details={"path": str(path)}) from None
+        except (InputError, ToolIOError, TooLargeError) as err:
+            raise InputError(f"golden file {path}: {err.message.removeprefix(str(path) + ': ')}",
+                             details={"path": str(path)}) from None
     if len(data) > MAX_GOLDEN_BYTES:
         raise InputError(f"golden file {path} is {len(data)} bytes, over the {MAX_GOLDEN_BYTES}-byte limit",
                          details={"path": str(path)})
@@ -294,6 +300,8 @@ def estimate_golden(
     function: str | None = None,
     state_groups: int | None = None,
     cross_tile_reduce: int | None = None,
+    *,
+    source: bytes | None = None,
 ) -> GoldenReport:
     """Estimate the module count of a golden file (see the module docstring for the three layers).
 
@@ -302,6 +310,7 @@ def estimate_golden(
         function: top-level function to analyse; default: the only ``*_golden`` one.
         state_groups: loop-carried state groups ``S``; default: detected.
         cross_tile_reduce: reductions across a tiled axis; default: detected.
+        source: the file's bytes, already read (the agent tools read them inside their root).
 
     Raises:
         NotFoundError: missing file or function (candidates listed).
@@ -312,7 +321,7 @@ def estimate_golden(
         if value is not None and value < 0:
             raise InputError(f"{option} must be >= 0, got {value}", details={"option": option, "value": value})
     golden_path = Path(path)
-    functions = top_level_functions(parse_golden(golden_path))
+    functions = top_level_functions(parse_golden(golden_path, source))
     node = select_function(functions, function, golden_path)
     signals = count_signals(node)
     scope = reachable_functions(node, functions)

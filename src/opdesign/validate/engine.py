@@ -216,16 +216,40 @@ def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | Non
 
 
 def _read(path: Path) -> str:
+    """One bounded read of a regular file (a FIFO, device or folder is refused, never waited on)."""
+    from opdesign.errors import NotFoundError, OpdesignError
+    from opdesign.safefs import read_regular
+
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
-    except FileNotFoundError:
-        raise Unusable("no such file") from None
-    except IsADirectoryError:
-        raise Unusable("is a directory") from None
-    except OSError as err:
-        raise Unusable(f"cannot be read ({err.strerror or err})") from None
+        data = read_regular(path, MAX_INPUT_BYTES + 1)
+    except NotFoundError as err:
+        raise Unusable("symlink loop" if "loop" in err.message else "no such file") from None
+    except OpdesignError as err:
+        why = err.message.removeprefix(f"{path}: ")
+        raise Unusable("is a directory" if why.startswith("is a folder") else
+                       f"larger than {MAX_INPUT_BYTES // 1024} KiB" if "limit" in why else why) from None
     return decode(data)
+
+
+def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: bytes | Unusable | None) -> Report:
+    """Validate a DESIGN.md whose bytes were already read (or why they could not be), with the bytes of its
+    interface file (None: not there); the findings :func:`validate_paths` gives for the same files."""
+    try:
+        if isinstance(data, Unusable):
+            raise data
+        text = decode(data)
+    except Unusable as err:
+        return Report.build([name], [_unusable(name, str(err))])
+    if iface is None:
+        loaded = (None, "missing", f"{iface_name} not found", 1)
+    else:
+        try:
+            if isinstance(iface, Unusable):
+                raise iface
+            loaded = _interfaces(decode(iface), "ok")
+        except Unusable as err:
+            loaded = (None, "invalid", f"interface file unusable: {err}", 1)
+    return Report.build([name], _run(text, name, iface_name, loaded))
 
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
