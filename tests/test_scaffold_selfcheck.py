@@ -1,0 +1,116 @@
+"""The scaffold self-check catches what it should (issue 14 item 4) and runs as asked (item 7).
+
+Each mutation below is a text replacement in a generated scaffold that a correct self-check
+must reject: the scaffold, run on small configs (already shrunk, so no --quick), exits 1. The
+configs are chosen so the mutation shows: a KV length seq_q + 1 (mod 128) past seq_q puts the
+last column a Q tile sees in the first row of a new KV tile (the KV-range upper bound), block
+size 64 puts two pages in a 128-row KV tile so a -1 table entry sits inside the last tile, and
+nine KV tiles give an accumulator in the input dtype nine roundings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, spec_variant
+from opdesign.render.design import render_scaffold
+from opdesign.skeletons.registry import estimate
+from opdesign.spec import load_spec
+
+
+def _cfg(name, seed=0, **shape):
+    return {"name": name, "type": "functional", "priority": "P0", "shape": shape, "seed": seed}
+
+
+BASES = {  # name: (example SPEC, field changes: small typical configs that show the mutations)
+    "causal": ("causal_gqa_tail", {"typical_configs": [
+        _cfg("q200_kv1097", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=1097),  # 1097 - 200 = 7 * 128 + 1
+        _cfg("q200_kv329", 3, batch=2, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    "paged_fp8": ("paged_fp8_decode", {"shape__block_size": 64, "typical_configs": [
+        _cfg("decode_b2_kv1030", 9, batch=2, num_heads=4, num_kv_heads=2, seq_kv=1030)]}),
+    "sk16": ("sk16_backward_lm", {"typical_configs": [
+        _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
+    "sk16_causal": ("sk16_backward_lm", {"mask": "causal", "typical_configs": [
+        _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
+}
+
+MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is replaced
+    "causal_mask_le_to_lt": ("causal", "ok &= kv_cols[None, :] <= diag", "ok &= kv_cols[None, :] < diag"),
+    "accumulator_in_input_dtype": ("causal", "oi = alpha * oi + beta * oij",
+                                   "oi = round_to_input(alpha * oi + beta * oij)"),
+    "kv_range_upper_bound_off_by_one": ("causal", "hi = min(seq_kv, q_off + q_valid + seq_kv - seq_q)",
+                                        "hi = min(seq_kv, q_off + q_valid + seq_kv - seq_q - 1)"),
+    "kv_range_ceil_to_floor": ("causal", "-(-hi // KV_TILE) - lo // KV_TILE", "hi // KV_TILE - lo // KV_TILE"),
+    "block_table_clamp_removed": ("paged_fp8", "block_id = max(int(table_row[logical]), 0)",
+                                  "block_id = int(table_row[logical])"),
+    "fp8_p_not_rounded": ("paged_fp8", "pij_c = to_e4m3(pij * p_scale)", "pij_c = pij * p_scale"),
+    "fp8_output_scaled_0_8": ("paged_fp8", "round_to_input(o_tile[:q_valid])", "round_to_input(0.8 * o_tile[:q_valid])"),
+    "fp8_v_scale_dropped": ("paged_fp8", ' * x["v_inv_scale"][b_idx, kv_h][None, :]', ""),
+    "sk16_dq_accumulated_in_input_dtype": ("sk16", "dq_acc += dqi", "dq_acc = round_to_input(dq_acc + dqi)"),
+    "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
+                                  "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),
+}
+
+
+def _script(base: str) -> str:
+    example, changes = BASES[base]
+    return render_scaffold(estimate(spec_variant(load_spec(EXAMPLES / f"{example}.yaml"), **changes)))
+
+
+def _run(script: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "op_scaffold.py"
+    path.write_text(script, encoding="utf-8")
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_unmutated_scaffold_passes(base, tmp_path):
+    res = _run(_script(base), tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    n = len(BASES[base][1]["typical_configs"])
+    assert res.stdout.splitlines()[-1] == f"self-check: {n} of {n} configs within tolerance"
+    assert res.stdout.count(" model_err=") == n * (3 if base.startswith("sk16") else 1)
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_fails_the_self_check(name, tmp_path):
+    base, old, new = MUTATIONS[name]
+    script = _script(base)
+    assert old in script, old
+    res = _run(script.replace(old, new), tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert any(line.endswith(" FAIL") for line in res.stdout.splitlines()), res.stdout
+
+
+def test_config_quick_and_progress(tmp_path):
+    example, changes = BASES["causal"]
+    big = dict(changes, typical_configs=changes["typical_configs"] + [
+        _cfg("perf_s4096", 7, batch=1, num_heads=4, num_kv_heads=1, seq_q=4096, seq_kv=4096)])
+    script = render_scaffold(estimate(spec_variant(load_spec(EXAMPLES / f"{example}.yaml"), **big)))
+    res = _run(script, tmp_path, "--config", "perf_s4096", "--quick")
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2 and lines[-1] == "self-check: 1 of 1 configs within tolerance"
+    assert lines[0].startswith("perf_s4096: ") and lines[0].endswith(
+        " [quick: seq_q 4096 -> 384, seq_kv 4096 -> 384] PASS")
+    assert res.stderr.splitlines()[:3] == ["[1/1] perf_s4096 (quick: seq_q 4096 -> 384, seq_kv 4096 -> 384)",
+                                           "perf_s4096: kernel", "perf_s4096: golden"]
+    bad = _run(script, tmp_path, "--config", "nope")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == ("error: invalid_input: --config: unknown config nope; the scaffold has "
+                          "q200_kv1097, q200_kv329, perf_s4096\n")
+
+
+def test_scaffold_flags_match_the_kernel_self_check():
+    """Same names and meaning as `<op>_kernel.py` / `opdesign verify`: --config NAME (repeatable), --quick."""
+    from opdesign.pypto_run import selfcheck
+
+    script = _script("causal")
+    assert 'parser.add_argument("--config", action="append"' in script
+    assert 'parser.add_argument("--quick", action="store_true"' in script
+    text = open(selfcheck.__file__, encoding="utf-8").read()
+    assert 'parser.add_argument("--config", action="append"' in text
+    assert 'parser.add_argument("--quick", action="store_true"' in text
