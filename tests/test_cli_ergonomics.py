@@ -93,7 +93,7 @@ def test_quiet_new_writes_the_files_and_prints_nothing(capsys, tmp_path):
     code, out, _ = run_main(capsys, "new", "--spec", spec, "--out", str(tmp_path / "loud"))
     lines = out.splitlines()
     assert code == 0 and lines[0] == f"wrote {tmp_path / 'loud' / 'DESIGN.md'}" and len(lines) == 5
-    assert lines[4].startswith("SK-01 baseline form: q_tile=128 kv_tile=128 ")
+    assert lines[4].startswith("SK-01 baseline form: q_tile=64 kv_tile=128 ")
     code, out, err = run_main(capsys, "-q", "new", "--spec", spec, "--out", str(tmp_path / "loud"), "--force")
     assert (code, out, err) == (0, "", "")  # before the command too
 
@@ -104,7 +104,7 @@ def test_quiet_validate_prints_findings_only(capsys, tmp_path):
     finding = f"{missing}:1: OD-DOC-01 error: input unusable: no such file\n"
     assert run_main(capsys, "validate", str(tmp_path / "d"), missing, "-q") == (2, finding, "")
     code, out, _ = run_main(capsys, "validate", str(tmp_path / "d"), missing)
-    assert (code, out) == (2, finding + "checked 2 files: 1 error, 0 warnings, 0 infos\n")
+    assert (code, out) == (2, finding + "checked 3 files: 1 error, 0 warnings, 0 infos\n")
     assert run_main(capsys, "validate", str(tmp_path / "d"), "-q") == (0, "", "")
     code, out, _ = run_main(capsys, "validate", str(tmp_path / "d"), "-q", "--format", "json")
     assert code == 0 and json.loads(out)["summary"] == {"error": 0, "warning": 0, "info": 0}

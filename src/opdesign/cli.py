@@ -11,18 +11,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from opdesign import streams
 from opdesign.cliout import FLAG, is_quiet, note, print_version, quiet_option
+from opdesign.clitext import card_text as _card_text
+from opdesign.clitext import value_lines as _value_lines
 from opdesign.errors import EXIT_INTERNAL, OpdesignError
 from opdesign.render.headings import DEFAULT_LANG
 from opdesign.streams import ascii_json, echo
-
-if TYPE_CHECKING:
-    from opdesign.catalog import Card
 
 app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion [bash|zsh|fish|powershell|pwsh]
@@ -117,53 +115,10 @@ def new(
 # commands that read it, not with this module: `--help`, `golden` and `validate` never load it.
 
 
-def _value_lines(name: str, value: object, indent: str = "  ") -> list[str]:
-    """``name: value`` for people: one YAML flow line when short, an indented YAML block otherwise."""
-    import yaml
-
-    if isinstance(value, str):
-        return [f"{indent}{name}: {value}"]
-    flow = yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False, allow_unicode=True)
-    flow = flow.strip().removesuffix("...").strip()
-    if len(indent) + len(name) + len(flow) <= 100:
-        return [f"{indent}{name}: {flow}"]
-    block = yaml.safe_dump(value, default_flow_style=False, width=10_000, sort_keys=False, allow_unicode=True)
-    return [f"{indent}{name}:"] + [f"{indent}  {line}" for line in block.rstrip().splitlines()]
-
-
 def _echo_json(data: object) -> None:
     import json
 
     echo(json.dumps(data, indent=2))  # ASCII: the same JSON on any terminal
-
-
-def _card_text(card: Card) -> str:
-    """Human view of one card: the front-matter fields, then the Markdown body."""
-    out = [f"{card.id}  {card.title}  ({card.type})"]
-    for label, value in (("file", card.path), ("flow", card.flow_pattern), ("tags", ", ".join(card.tags))):
-        out.append(f"  {label:<8}{value}")
-    out.append(f"  source  {card.source}")
-    out += ["examples:"] + [f"  - {item}" for item in card.examples]
-    out += ["applicability:"] + [f"  - {item}" for item in card.applicability]
-    out.append("rules:")
-    pad = " " * 23
-    for rule in card.rules:
-        out.append(f"  {rule.id:<11}{rule.level:<10}{rule.text}")
-        if rule.when:
-            out.append(f"{pad}when: {rule.when}")
-        out.append(f"{pad}consequence: {rule.consequence}")
-    out.append("config:" if card.config else "config: (none)")
-    for rec in card.config:
-        out += _value_lines(f"{rec.key} ({rec.status})", rec.value)
-        out.append(f"      purpose: {rec.purpose}")
-        out += [f"      when: {rec.when}"] if rec.when else []
-    out.append("unroll candidates:" if card.unroll_candidates else "unroll candidates: (none)")
-    for variant, factors in card.unroll_candidates.items():
-        out += _value_lines(variant, factors)
-    out.append("parameters:" if card.parameters else "parameters: (none)")
-    for name, value in card.parameters.items():
-        out += _value_lines(name, value)
-    return "\n".join(out) + "\n\n" + card.body.rstrip()
 
 
 @cards_app.command("list")

@@ -9,7 +9,7 @@ only what it needs.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +28,9 @@ from opdesign.agent.base import (
 )
 from opdesign.safefs import Resolved, read_fd
 from opdesign.render.headings import DEFAULT_LANG
+
+if TYPE_CHECKING:
+    from opdesign.validate.engine import Unusable
 
 SPEC_PATH = Field(description="SPEC YAML file, relative to the tool root", min_length=1, max_length=4096)
 
@@ -214,10 +217,18 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
         validate_text = require_library("opdesign.validate", "validate_text")
         return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text)
     from opdesign.errors import OpdesignError
-    from opdesign.validate.engine import DESIGN_NAME, INTERFACES_PATH, Unusable, validate_loaded
+    from opdesign.validate.engine import (DESIGN_NAME, INTERFACES_PATH, Unusable, kernel_findings_loaded,
+                                          validate_loaded)
+    from opdesign.validate.model import Report
 
+    kernels: list[tuple[str, bytes | Unusable]] = []
     with root.walk(args.design_path, "design_path") as res:
+        if res.kind != "dir" and args.design_path.endswith(".py"):  # a kernel source: the code rules only
+            name = str(root.path.joinpath(*res.names))
+            data = read_fd(res.fd, MAX_TEXT_BYTES, args.design_path, "design_path")
+            return Report.build([name], kernel_findings_loaded(name, data))
         if res.kind == "dir":
+            kernels = _folder_kernels(root, res)
             try:
                 data, design = root.read(DESIGN_NAME, "design_path", MAX_TEXT_BYTES, start=res)
             except (NotFoundError, InputError) as err:  # as validate_paths: an unusable-input finding
@@ -240,7 +251,37 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
                     iface = None
                 except (InputError, OpdesignError) as err:
                     iface = Unusable(err.message.split(": ", 1)[-1])
-    return validate_loaded(name, data, iface_name, iface)
+    return validate_loaded(name, data, iface_name, iface, kernels)
+
+
+def _folder_kernels(root: Root, folder: Resolved) -> list[tuple[str, bytes | Unusable]]:
+    """(name, bytes) of the folder's kernel sources (``*_kernel.py`` / ``*_impl.py``), read through its
+    descriptor; a file that cannot be read gives the reason instead of its bytes."""
+    from fnmatch import fnmatchcase
+
+    from opdesign.errors import OpdesignError
+    from opdesign.validate.engine import Unusable
+    from opdesign.validate.kernel_source import KERNEL_GLOBS
+
+    try:
+        entries = sorted(os.listdir(folder.fd))
+    except OSError:
+        return []
+    out: list[tuple[str, bytes | Unusable]] = []
+    for entry in entries:
+        if not any(fnmatchcase(entry, pattern) for pattern in KERNEL_GLOBS):
+            continue
+        name = str(root.path.joinpath(*folder.names, entry))
+        try:
+            data, found = root.read(entry, "design_path", MAX_TEXT_BYTES, start=folder)
+            found.close()
+        except InputError:  # not a regular file (a folder named like a kernel): not a kernel source
+            continue
+        except OpdesignError as err:
+            out.append((name, Unusable(err.message.split(": ", 1)[-1])))
+            continue
+        out.append((name, data))
+    return out
 
 
 # --- rank_candidates ---

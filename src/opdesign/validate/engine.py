@@ -231,15 +231,31 @@ def _read(path: Path) -> str:
     return decode(data)
 
 
-def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: bytes | Unusable | None) -> Report:
-    """Validate a DESIGN.md whose bytes were already read (or why they could not be), with the bytes of its
-    interface file (None: not there); the findings :func:`validate_paths` gives for the same files."""
+def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
+    """Findings of a kernel ``.py`` whose bytes were already read (or why they could not be)."""
     try:
         if isinstance(data, Unusable):
             raise data
         text = decode(data)
     except Unusable as err:
-        return Report.build([name], [_unusable(name, str(err))])
+        return [_unusable(name, str(err))]
+    return _run_kernel(text, name)
+
+
+def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: bytes | Unusable | None,
+                    kernels: Iterable[tuple[str, bytes | Unusable]] = ()) -> Report:
+    """Validate a DESIGN.md whose bytes were already read (or why they could not be), with the bytes of its
+    interface file (None: not there) and of the folder's kernel sources (``(name, bytes)``, sorted by name);
+    the findings :func:`validate_paths` gives for the same files."""
+    kernels = list(kernels)
+    names = [name] + [k for k, _d in kernels]
+    extra = [f for k, d in kernels for f in kernel_findings_loaded(k, d)]
+    try:
+        if isinstance(data, Unusable):
+            raise data
+        text = decode(data)
+    except Unusable as err:
+        return Report.build(names, [_unusable(name, str(err))] + extra)
     if iface is None:
         loaded = (None, "missing", f"{iface_name} not found", 1)
     else:
@@ -249,7 +265,7 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
             loaded = _interfaces(decode(iface), "ok")
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    return Report.build([name], _run(text, name, iface_name, loaded))
+    return Report.build(names, _run(text, name, iface_name, loaded) + extra)
 
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
