@@ -228,3 +228,19 @@ def test_tnd_layout_names_the_file_and_the_readme_has_the_scope_section(capsys, 
         assert fact in scope, fact
     for flag in ("`-q`, `--quiet`", "`opdesign --version`", "`-h`, `--help`", "--install-completion"):
         assert flag in readme, flag
+
+
+def test_an_empty_out_folder_is_refused_and_nothing_is_written(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, "new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", "")
+    assert (code, out) == (2, "")
+    assert err == "error: invalid_input: --out: empty folder name (omit --out for ./<op_name>)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_oversize_golden_is_too_large(capsys, tmp_path):
+    golden = tmp_path / "g.py"
+    golden.write_text("def my_golden(x):\n    return x\n" + "#" * 1_048_576 + "\n", encoding="utf-8")
+    code, out, err = run_main(capsys, "golden", str(golden))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: too_large: golden file {golden}: larger than the limit of 1048576 bytes")

@@ -181,10 +181,11 @@ MUTATIONS: list[tuple] = [
     # one unroll factor (C-LOOP-05, a warning)
     ("corpus:fwd_varlen_unroll_kernel", 'name="LOOP_kv", unroll_list=[2]', 'name="LOOP_kv", unroll_list=[4, 2]',
      "C-LOOP-05"),
-    # combine_axis opens the kernel body
+    # combine_axis comes before the kernel's first computing operation (TileShapes and reshapes may precede it)
     ("corpus:fwd_local_window_kernel",
      "    pypto.experimental.set_operation_options(combine_axis=True)\n    pypto.set_vec_tile_shapes(16, 64)",
-     "    pypto.set_vec_tile_shapes(16, 64)\n    pypto.experimental.set_operation_options(combine_axis=True)", "OD-PC-04"),
+     "    pypto.set_vec_tile_shapes(16, 64)\n    zero = pypto.full([16, 64], 0.0, pypto.DT_FP32)\n"
+     "    pypto.experimental.set_operation_options(combine_axis=True)", "OD-PC-04", "combine_axis=True"),
     ("gen:sk16_backward_lm", "    pypto.experimental.set_operation_options(combine_axis=True)\n", "", "OD-PC-04"),
     # scopes are closed
     ("corpus:fwd_dense_bnsd_kernel", "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",

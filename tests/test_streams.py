@@ -48,7 +48,7 @@ def tiny(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("args", [["tool", "call", "spec_schema"], ["cards", "list"], ["validate", "tiny"]])
+@pytest.mark.parametrize("args", [["cards", "list"], ["validate", "tiny"]])
 def test_a_closed_stdout_is_io_error(tiny: Path, args: list[str]) -> None:
     res = _run(args, cwd=tiny, close=(1,), stdout=None)
     assert (res.returncode, res.stderr.decode()) == (2, STDOUT_CLOSED)
@@ -156,3 +156,11 @@ def test_json_output_is_ascii_on_a_utf8_terminal_too(cjk_golden: Path) -> None:
 def test_ascii_json_is_what_json_dumps_writes(value: object) -> None:
     raw = json.dumps(value, ensure_ascii=False, indent=2)
     assert ascii_json(raw) == json.dumps(value, ensure_ascii=True, indent=2)
+
+
+def test_a_tool_call_without_stdout_answers_in_json_on_stderr(tiny: Path) -> None:
+    res = _run(["tool", "call", "spec_schema"], cwd=tiny, close=(1,), stdout=None)
+    assert res.returncode == 2
+    assert json.loads(res.stderr)["error"] == {
+        "code": "io_error", "message": STDOUT_CLOSED.removeprefix("error: io_error: ").strip(),
+        "details": {"streams": ["stdout"]}}

@@ -82,7 +82,7 @@ def estimate(
 @app.command()
 def new(
     spec: Path = typer.Option(..., "--spec", help="SPEC YAML file", metavar="FILE"),
-    out: Path = typer.Option(None, "--out", help="output folder (default: ./<op_name>)", metavar="DIR"),
+    out: str = typer.Option(None, "--out", help="output folder (default: ./<op_name>)", metavar="DIR"),
     lang: str = typer.Option(DEFAULT_LANG, "--lang", metavar="[zh|en]", autocompletion=lambda: ["zh", "en"],
                              help="DESIGN.md headings: zh (default; the Chinese headings pass the CANNBot "
                                   "contract, references/artifacts.yaml) or en (English headings: readable, "
@@ -96,6 +96,8 @@ def new(
 
     if lang not in ("en", "zh"):
         raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
+    if out is not None and not out.strip():
+        raise InputError("--out: empty folder name (omit --out for ./<op_name>)")
     def announce(paths: list[Path]) -> None:  # printed (and flushed) before publishing: a broken stdout writes nothing
         if is_quiet():
             return
@@ -350,11 +352,12 @@ def _closed(gone: list[str]) -> int:
 
     error = ToolIOError(f"{' and '.join(gone)} closed: opdesign writes results to stdout and diagnostics to "
                         "stderr", {"streams": gone})
+    tool = sys.argv[1:3] == ["tool", "call"]
+    said = json.dumps(error.to_json()) if tool else f"error: {error.code}: {error.message}"
     if gone == ["stderr"]:
-        tool = sys.argv[1:3] == ["tool", "call"]
-        streams.say(json.dumps(error.to_json()) if tool else f"error: {error.code}: {error.message}", err=False)
+        streams.say(said, err=False)
     elif gone == ["stdout"]:
-        streams.say(f"error: {error.code}: {error.message}")
+        streams.say(said)
     return error.exit_code
 
 

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from opdesign.errors import InputError, NotFoundError
+from opdesign.errors import InputError, NotFoundError, TooLargeError
 from opdesign.golden.syntax import (
     FunctionNode,
     GoldenSignals,
@@ -230,7 +230,7 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
     not UTF-8 and syntax errors (both with ``line N``).
     """
     if data is None:
-        from opdesign.errors import TooLargeError, ToolIOError
+        from opdesign.errors import ToolIOError
         from opdesign.safefs import read_regular
 
         try:
@@ -239,10 +239,10 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
             why = "symlink loop" if "loop" in err.message else "not found"
             raise NotFoundError(f"golden file {why}: {path}", details={"path": str(path)}) from None
         except (InputError, ToolIOError, TooLargeError) as err:
-            raise InputError(f"golden file {path}: {err.message.removeprefix(str(path) + ': ')}",
-                             details={"path": str(path)}) from None
+            raise type(err)(f"golden file {path}: {err.message.removeprefix(str(path) + ': ')}",
+                            {**(err.details or {}), "path": str(path)}) from None
     if len(data) > MAX_GOLDEN_BYTES:
-        raise InputError(f"golden file {path} is {len(data)} bytes, over the {MAX_GOLDEN_BYTES}-byte limit",
+        raise TooLargeError(f"golden file {path} is {len(data)} bytes, over the {MAX_GOLDEN_BYTES}-byte limit",
                          details={"path": str(path)})
     try:
         source = data.decode("utf-8-sig")
