@@ -115,8 +115,9 @@ class Order(ast.NodeVisitor):
     visit_Nonlocal = visit_Global
 
 
-def defined_names(program: Program) -> set[str]:
-    """Builtins, imports and the functions / classes of the module (bound before its statements run)."""
+def defined_names(program: Program, assigned: bool = False) -> set[str]:
+    """Builtins, imports and the functions / classes of the module (bound before its statements run);
+    ``assigned`` adds every name a module-level statement stores (:func:`module_names`)."""
     names: set[str] = set(dir(builtins))
     for node in program.nodes:
         s = node.stmt
@@ -124,20 +125,14 @@ def defined_names(program: Program) -> set[str]:
             names.add(s.name)
         elif isinstance(s, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in s.names}
+        elif assigned and s is not None:
+            names |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return names
 
 
 def module_names(program: Program) -> set[str]:
-    names: set[str] = set(dir(builtins))
-    for node in program.nodes:
-        s = node.stmt
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(s.name)
-        elif isinstance(s, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in s.names}
-        elif s is not None:
-            names |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return names
+    """Every name bound at module level: :func:`defined_names` plus the names its statements assign."""
+    return defined_names(program, assigned=True)
 
 
 def carried(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
