@@ -82,7 +82,7 @@ def test_mask_tensor_takes_the_fa_score_candidates(tmp_path):
 @pytest.mark.parametrize("spec,old,new", [
     # block_size 64 puts two pages in a 128-row KV tile, so a tile can hold an unused (-1) entry
     ("paged_fp8_decode", "block_id = max(int(table_row[logical]), 0)", "block_id = int(table_row[logical])"),  # no clamp
-    ("paged_fp8_decode", "oij = (pij_c @ vj) / p_scale *", "oij = (pij_c @ vj) * p_scale *"),  # FP8 scale inverted
+    ("paged_fp8_decode", "oij = (pij_c @ vj) / p_scale\n", "oij = (pij_c @ vj) * p_scale\n"),  # FP8 scale inverted
     ("sliding_window_512", "ok &= kv_cols[None, :] > diag - WINDOW", "ok &= kv_cols[None, :] > diag - 2 * WINDOW"),
 ])
 @pytest.mark.slow
@@ -213,14 +213,16 @@ def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
 
 @pytest.mark.slow
 def test_long_context_plan_builds_and_validates(tmp_path):
-    # 64 x 64 heads, causal 128K: 4.2 million roots and 2.1e9 tasks (counts above 2^31 are legitimate)
+    # 64 x 64 heads, causal 128K: Q_TILE 64 on a3 (the FAI UB items leave no room for 128), 8.4 million roots
+    # and 4.3e9 tasks (counts above 2^31 are legitimate); q tile i (1-based) sees ceil(i / 2) KV tiles of 128
     path = _spec_file(tmp_path, "causal_gqa_fai", "longctx", device="a3",
                       shape={"batch": 64, "num_heads": 64, "num_kv_heads": 8, "seq_q": 131072, "seq_kv": 131072},
                       dynamic_axes=[{"name": "seq_q", "range": [1, 131072]}, {"name": "seq_kv", "range": [1, 131072]}],
                       typical_configs=[{"name": "c1", "type": "functional", "priority": "P0",
                                         "shape": {"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 300, "seq_kv": 300}}])
     plan = estimate(load_spec(path))
-    assert plan.root_count == 64 * 64 * 1024 and plan.task_count == 64 * 64 * (1024 * 1025 // 2)
+    assert plan.q_tile == 64 and plan.kv_tile == 128
+    assert plan.root_count == 64 * 64 * 2048 and plan.task_count == 64 * 64 * sum(-(-i // 2) for i in range(1, 2049))
     assert plan.balance.total_valid_blocks == plan.task_count
     out = tmp_path / "longctx"
     assert run_cli("new", "--spec", str(path), "--out", str(out)).returncode == 0
