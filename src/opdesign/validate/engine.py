@@ -25,7 +25,7 @@ from opdesign.validate.document import parse
 from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.prose import prose_pseudocode
-from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
+from opdesign.validate.pseudocode import MAX_KERNELS, nesting, read_programs
 from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
 from opdesign.validate.registry import Context
@@ -143,11 +143,26 @@ def _run_kernel(text: str, name: str) -> list[Finding]:
 def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
     try:
         hits = list(rule.check(ctx))
+    except RecursionError:  # an expression nested deeper than the rule's walk: name its line
+        line, depth = _deepest(ctx.program)
+        return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=line,
+                        message=f"{rule.id} could not be evaluated: the expression at line {line} is nested "
+                                f"{depth} levels deep; split it into named parts")]
     except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"))]
     return [Finding(rule=rule.id, level=h.level or rule.level, message=_one_line(h.message), line=max(1, h.line),
                     file=iface_name if h.interfaces else design) for h in hits]
+
+
+def _deepest(program) -> tuple[int, int]:
+    """(line, depth) of the most deeply nested statement of the program's code ((1, 0) without code)."""
+    best = (1, 0)
+    for node, _loops in program.walk() if program is not None else ():
+        depth = max((nesting(e) for e in node.exprs()), default=0)
+        if depth > best[1]:
+            best = (node.line, depth)
+    return best
 
 
 def _one_line(message: str, limit: int = 500) -> str:
