@@ -292,8 +292,10 @@ def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
 
 
 def _kernel_files(folder: Path) -> list[Path]:
-    """The kernel sources of an operator folder (:data:`KERNEL_GLOBS`), sorted by name."""
-    found = {p for pattern in KERNEL_GLOBS for p in folder.glob(pattern) if p.is_file()}
+    """The entries of an operator folder named like kernel sources (:data:`KERNEL_GLOBS`), sorted by name:
+    a dangling symlink, a folder or a FIFO among them is read like any kernel argument and reported
+    as unusable with its path, never skipped."""
+    found = {p for pattern in KERNEL_GLOBS for p in folder.glob(pattern)}
     return sorted(found)
 
 
