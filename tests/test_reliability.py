@@ -80,11 +80,12 @@ def test_fifo_directory_and_devices_are_invalid_input_without_waiting(tmp_path):
     (tmp_path / "dir.yaml").mkdir()
     (tmp_path / "sg.yaml").write_text(DENSE + "golden: g.py\n")
     for args in ({"spec_path": "fifo.yaml"}, {"spec_path": "dir.yaml"}, {"spec_path": "sg.yaml"}):
-        assert _code("estimate_design", args, tmp_path) in ("invalid_input", "spec_invalid"), args
+        assert _code("estimate_design", args, tmp_path) == "invalid_input", args  # the golden FIFO too
     assert _code("validate_design", {"design_path": "fifo.yaml"}, tmp_path) == "invalid_input"
     assert _code("estimate_golden", {"golden_path": "g.py"}, tmp_path) == "invalid_input"
     for argv in (["estimate", "--spec", "fifo.yaml"], ["estimate", "--spec", "/dev/zero"],
-                 ["estimate", "--spec", "dir.yaml"], ["tool", "call", "list_rules", "--input", "fifo.yaml"],
+                 ["estimate", "--spec", "dir.yaml"], ["estimate", "--spec", "sg.yaml"], ["new", "--spec", "sg.yaml"],
+                 ["tool", "call", "list_rules", "--input", "fifo.yaml"],
                  ["tool", "call", "list_rules", "--input", "/dev/zero"]):
         res = run_cli(*argv, cwd=tmp_path, timeout=300)  # before: blocked forever on the FIFO
         assert res.returncode == 2 and "invalid_input" in res.stdout + res.stderr, (argv, res.stderr)

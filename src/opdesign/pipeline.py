@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from opdesign.errors import NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
+from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
@@ -64,6 +64,8 @@ def golden_module_count(spec: Spec, spec_path: Path, read: GoldenReader | None =
         report = estimate_golden(Path(name), source=data)
     except (PathOutsideRootError, TooLargeError):
         raise
+    except InputError as err:  # a FIFO, a device or a folder: unusable input, as for any file read
+        raise InputError(f"{spec_path}: golden: {err.message}", {"field": "golden", "path": spec.golden}) from None
     except NotFoundError as err:
         why = " (symlink loop)" if "loop" in err.message else ""
         raise NotFoundError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC{why}",
