@@ -102,13 +102,16 @@ def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: 
     """``opdesign rank``: the cost-model ranking of a plan's candidates.
 
     Raises:
-        SpecError: the plan's skeleton is not one the cost model ranks (``Skeleton.ranked``).
+        InputError: the plan's skeleton is not one the cost model ranks (``Skeleton.ranked``): the SPEC
+            is valid, the command does not cover it (``invalid_input``, as for any argument it refuses).
     """
     from opdesign.costmodel import rank_candidates
 
     if not skeleton_of(plan).ranked:
-        ranked = ", ".join(s.id for s in SKELETONS if s.ranked)
-        raise SpecError(f"rank: the cost model ranks {ranked} tilings; {spec.op_name} is planned with {plan.skeleton.id}")
+        ranked = [s.id for s in SKELETONS if s.ranked]
+        raise InputError(f"rank: ranking covers {', '.join(ranked)} only; {spec.op_name} is a valid SPEC planned with "
+                         f"{plan.skeleton.id} (`opdesign estimate` prints its plan)",
+                         {"field": "spec", "skeleton": plan.skeleton.id, "ranked": ranked})
     return rank_candidates(spec, plan, top, include_rejected, params=params)
 
 
