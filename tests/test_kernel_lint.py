@@ -113,6 +113,27 @@ def test_a_folder_reports_kernel_entries_it_cannot_read_with_their_paths(generat
         "op/a_kernel.py", "op/b_kernel.py", "op/c_impl.py", "op/d_kernel.py"]
 
 
+def test_a_kernel_is_read_in_the_encoding_its_coding_line_declares(generated, tmp_path) -> None:
+    text = generated["dense_fa_8192"].read_text(encoding="utf-8")
+    assert text.isascii()
+    latin = "# -*- coding: latin-1 -*-\n" + text.replace('"""', '"""L\u00e4nge, Gr\u00f6\u00dfe: ', 1)
+    (tmp_path / "op").mkdir()
+    kernel = tmp_path / "op" / "latin_kernel.py"
+    kernel.write_bytes(latin.encode("latin-1"))
+    for report in (validate_paths([kernel]), validate_paths([kernel.parent])):
+        assert not [f for f in report.findings if f.file == str(kernel) and f.level == "error"], report.findings
+    from opdesign.agent.tools import call_tool
+
+    payload, ok = call_tool("validate_design", {"design_path": "op/latin_kernel.py"}, tmp_path)
+    assert ok and payload["summary"]["error"] == 0, payload
+    kernel.write_bytes(latin.encode("latin-1").split(b"\n", 1)[1])  # the same bytes without the coding line
+    assert [f.message for f in validate_paths([kernel]).findings] == [
+        f"input unusable: not UTF-8 (invalid byte at offset {latin.split(chr(10), 1)[1].index(chr(0xe4))})"]
+    kernel.write_bytes(b"# -*- coding: klingon -*-\nx = 1\n")
+    assert [f.message for f in validate_paths([kernel]).findings] == [
+        "input unusable: encoding declaration: unknown encoding: klingon"]
+
+
 def test_a_kernel_is_not_read_as_markdown() -> None:
     """The former behaviour: a .py given to validate was a DESIGN.md (chapters missing, a placeholder hit
     from an f-string). Now only code rules run, on the file's own lines."""

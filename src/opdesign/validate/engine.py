@@ -60,6 +60,28 @@ def decode(data: bytes) -> str:
         raise Unusable(f"not UTF-8 (invalid byte at offset {err.start})") from None
 
 
+def decode_source(data: bytes) -> str:
+    """Text of a Python source file: the encoding its PEP 263 line declares (``# -*- coding: latin-1 -*-``,
+    :func:`tokenize.detect_encoding`), else UTF-8; the same size and NUL checks as :func:`decode`."""
+    import io
+    import tokenize
+
+    if len(data) > MAX_INPUT_BYTES or b"\x00" in data:
+        return decode(data)  # raises with the reason
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as err:  # an unknown coding, one that contradicts a UTF-8 BOM, or undeclared non-UTF-8
+        if "unknown encoding" in err.msg or "encoding problem" in err.msg:
+            raise Unusable(f"encoding declaration: {err.msg}") from None
+        return decode(data)  # no usable declaration: UTF-8 (raises naming the first invalid byte)
+    if encoding in ("utf-8", "utf-8-sig"):
+        return decode(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise Unusable(f"not {encoding} as its coding line declares (invalid byte at offset {err.start})") from None
+
+
 def _check_text(text: str) -> None:
     if len(text) > MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise Unusable(f"larger than {MAX_INPUT_BYTES // 1024} KiB")
@@ -231,7 +253,12 @@ def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | Non
 
 
 def _read(path: Path) -> str:
-    """One bounded read of a regular file (a FIFO, device or folder is refused, never waited on)."""
+    """One bounded read of a regular file (a FIFO, device or folder is refused, never waited on), as UTF-8."""
+    return decode(_read_bytes(path))
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of :func:`_read`."""
     from opdesign.errors import NotFoundError, OpdesignError
     from opdesign.safefs import read_regular
 
@@ -243,7 +270,7 @@ def _read(path: Path) -> str:
         why = err.message.removeprefix(f"{path}: ")
         raise Unusable("is a directory" if why.startswith("is a folder") else
                        f"larger than {MAX_INPUT_BYTES // 1024} KiB" if "limit" in why else why) from None
-    return decode(data)
+    return data
 
 
 def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
@@ -251,7 +278,7 @@ def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
     try:
         if isinstance(data, Unusable):
             raise data
-        text = decode(data)
+        text = decode_source(data)
     except Unusable as err:
         return [_unusable(name, str(err))]
     return _run_kernel(text, name)
@@ -285,7 +312,7 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
     try:
-        text = _read(path)
+        text = decode_source(_read_bytes(path))
     except Unusable as err:
         return [_unusable(name, str(err))]
     return _run_kernel(text, name)
