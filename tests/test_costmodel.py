@@ -23,7 +23,7 @@ from opdesign.costmodel.isa import (
     vector_cycles,
 )
 from opdesign.costmodel.space import check_rules, context, enumerate_candidates, vec_shapes
-from opdesign.errors import CatalogError, SpecError
+from opdesign.errors import CatalogError, InputError
 from opdesign.skeletons.registry import estimate
 from opdesign.plan.tiles import choose_cube_tiles
 from opdesign.skeletons.sk01.parts import expansion, vec_tiles
@@ -308,9 +308,10 @@ def test_vec_shapes_follow_the_area_rule() -> None:
 
 
 def test_non_sk01_plans_are_refused() -> None:
-    with pytest.raises(SpecError, match="ranks SK-01"):
-        spec = load_spec(EXAMPLES / "sk16_backward_lm.yaml")
+    spec = load_spec(EXAMPLES / "sk16_backward_lm.yaml")
+    with pytest.raises(InputError, match="ranking covers SK-01 only; sk16_backward_lm is a valid SPEC planned with SK-16") as err:
         rank_spec(spec, estimate(spec))
+    assert err.value.code == "invalid_input" and err.value.details == {"field": "spec", "skeleton": "SK-16", "ranked": ["SK-01"]}
 
 
 def test_every_model_figure_is_documented() -> None:
@@ -344,7 +345,21 @@ def test_cli_rank_text_shows_the_plan_rank() -> None:
     assert "not a wall-clock prediction" in proc.stdout
     assert "C-TILE-03: UB" in proc.stdout
     bad = run_cli("rank", "--spec", str(EXAMPLES / "sk16_backward_lm.yaml"))
-    assert bad.returncode == 2 and "spec_invalid" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.startswith("error: invalid_input: rank: ranking covers SK-01 only")
+    sk02 = run_cli("rank", "--spec", str(EXAMPLES / "sparse_topk_2048.yaml"))
+    assert sk02.returncode == 2 and "covers SK-01 only; sparse_topk_2048 is a valid SPEC planned with SK-02" in sk02.stderr
+    assert "spec_invalid" not in sk02.stderr and sk02.stdout == ""
+
+
+def test_quiet_rank_prints_the_table_without_its_trailer() -> None:
+    loud = run_cli("rank", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--top", "2")
+    for argv in (("-q", "rank"), ("rank", "-q")):
+        quiet = run_cli(*argv, "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--top", "2")
+        assert quiet.returncode == 0 and quiet.stderr == ""
+        assert "stages: cycles per task" in loud.stdout and "note: " in loud.stdout
+        assert "stages: cycles" not in quiet.stdout and "note: " not in quiet.stdout
+        # the same table: the loud output is the quiet one plus its two trailer lines
+        assert loud.stdout.splitlines()[:-2] == quiet.stdout.splitlines()
 
 
 def test_new_ranks_a_plan_once(monkeypatch, tmp_path) -> None:

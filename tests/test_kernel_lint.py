@@ -11,6 +11,7 @@ all mutations must be found; the rate is printed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -89,6 +90,48 @@ def test_an_operator_folder_checks_design_and_kernel_and_names_each_file(generat
     assert ("OD-KN-01", str(folder / "extra_impl.py"), 3) in {(f.rule, f.file, f.line) for f in report.findings}
     assert not [f for f in report.findings if f.file.endswith("DESIGN.md") and f.level == "error"]
     assert report.exit_code == 1
+
+
+def test_a_folder_reports_kernel_entries_it_cannot_read_with_their_paths(generated, tmp_path) -> None:
+    folder = tmp_path / "op"
+    shutil.copytree(generated["dense_fa_8192"].parent, folder)
+    (folder / "a_kernel.py").symlink_to(folder / "gone.py")  # dangling
+    (folder / "b_kernel.py").mkdir()
+    os.mkfifo(folder / "c_impl.py")  # never opened for reading (no wait on a writer)
+    (folder / "d_kernel.py").symlink_to(folder / "d_kernel.py")  # a loop
+    report = validate_paths([folder])
+    unusable = {(f.file, f.message) for f in report.findings if f.rule == "OD-DOC-01"}
+    assert unusable == {(str(folder / "a_kernel.py"), "input unusable: no such file"),
+                        (str(folder / "b_kernel.py"), "input unusable: is a directory"),
+                        (str(folder / "c_impl.py"), "input unusable: not a regular file"),
+                        (str(folder / "d_kernel.py"), "input unusable: symlink loop")}
+    assert report.exit_code == 2 and str(folder / "b_kernel.py") in report.files
+    from opdesign.agent.tools import call_tool
+
+    payload, ok = call_tool("validate_design", {"design_path": "op"}, tmp_path)
+    assert ok and sorted(f["file"] for f in payload["findings"] if f["rule"] == "OD-DOC-01") == [
+        "op/a_kernel.py", "op/b_kernel.py", "op/c_impl.py", "op/d_kernel.py"]
+
+
+def test_a_kernel_is_read_in_the_encoding_its_coding_line_declares(generated, tmp_path) -> None:
+    text = generated["dense_fa_8192"].read_text(encoding="utf-8")
+    assert text.isascii()
+    latin = "# -*- coding: latin-1 -*-\n" + text.replace('"""', '"""L\u00e4nge, Gr\u00f6\u00dfe: ', 1)
+    (tmp_path / "op").mkdir()
+    kernel = tmp_path / "op" / "latin_kernel.py"
+    kernel.write_bytes(latin.encode("latin-1"))
+    for report in (validate_paths([kernel]), validate_paths([kernel.parent])):
+        assert not [f for f in report.findings if f.file == str(kernel) and f.level == "error"], report.findings
+    from opdesign.agent.tools import call_tool
+
+    payload, ok = call_tool("validate_design", {"design_path": "op/latin_kernel.py"}, tmp_path)
+    assert ok and payload["summary"]["error"] == 0, payload
+    kernel.write_bytes(latin.encode("latin-1").split(b"\n", 1)[1])  # the same bytes without the coding line
+    assert [f.message for f in validate_paths([kernel]).findings] == [
+        f"input unusable: not UTF-8 (invalid byte at offset {latin.split(chr(10), 1)[1].index(chr(0xe4))})"]
+    kernel.write_bytes(b"# -*- coding: klingon -*-\nx = 1\n")
+    assert [f.message for f in validate_paths([kernel]).findings] == [
+        "input unusable: encoding declaration: unknown encoding: klingon"]
 
 
 def test_a_kernel_is_not_read_as_markdown() -> None:

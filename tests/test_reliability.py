@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_BYTES
 from opdesign.agent.tools import call_tool, parse_request
-from opdesign.errors import TooLargeError
+from opdesign.errors import InputError, TooLargeError
 
 DENSE = (EXAMPLES / "dense_fa_8192.yaml").read_text(encoding="utf-8")
 GOLDEN = (REPO / "tests/goldens/dense_forward_golden.py").read_text(encoding="utf-8")
@@ -71,6 +71,24 @@ def test_request_limit(delta):
         assert parse_request(raw) == {}
 
 
+@pytest.mark.parametrize("raw,key", [
+    (b'{"id": "SK-01", "id": "SK-02"}', "id"), (b'{"a": {"b": 1, "b": 2}}', "b"),
+    (b'{"top": NaN}', "top"), (b'{"top": -Infinity}', "top"), (b'{"top": 1e999}', "top"),
+    (b'{"configs": ["x", [Infinity]]}', "configs"), (b"[NaN]", None),
+])
+def test_duplicate_keys_and_non_finite_numbers_are_refused_naming_the_key(raw, key):
+    with pytest.raises(InputError) as err:
+        parse_request(raw)
+    assert err.value.code == "invalid_input" and (err.value.details or {}).get("field") == key
+    assert (f"{key!r}" in err.value.message) if key else "NaN or Infinity" in err.value.message
+    assert parse_request(b'{"top": 1.5, "nested": {"top": 2}}') == {"top": 1.5, "nested": {"top": 2}}
+
+
+def test_tool_call_refuses_a_duplicate_key_with_invalid_input(tmp_path):
+    res = run_cli("tool", "call", "get_pattern", input='{"id": "SK-01", "id": "AT-17"}', cwd=tmp_path)
+    assert res.returncode == 2 and '"code": "invalid_input"' in res.stdout and "'id' is given twice" in res.stdout
+
+
 # --- only regular files; loops are not_found ---
 
 
@@ -80,11 +98,12 @@ def test_fifo_directory_and_devices_are_invalid_input_without_waiting(tmp_path):
     (tmp_path / "dir.yaml").mkdir()
     (tmp_path / "sg.yaml").write_text(DENSE + "golden: g.py\n")
     for args in ({"spec_path": "fifo.yaml"}, {"spec_path": "dir.yaml"}, {"spec_path": "sg.yaml"}):
-        assert _code("estimate_design", args, tmp_path) in ("invalid_input", "spec_invalid"), args
+        assert _code("estimate_design", args, tmp_path) == "invalid_input", args  # the golden FIFO too
     assert _code("validate_design", {"design_path": "fifo.yaml"}, tmp_path) == "invalid_input"
     assert _code("estimate_golden", {"golden_path": "g.py"}, tmp_path) == "invalid_input"
     for argv in (["estimate", "--spec", "fifo.yaml"], ["estimate", "--spec", "/dev/zero"],
-                 ["estimate", "--spec", "dir.yaml"], ["tool", "call", "list_rules", "--input", "fifo.yaml"],
+                 ["estimate", "--spec", "dir.yaml"], ["estimate", "--spec", "sg.yaml"], ["new", "--spec", "sg.yaml"],
+                 ["tool", "call", "list_rules", "--input", "fifo.yaml"],
                  ["tool", "call", "list_rules", "--input", "/dev/zero"]):
         res = run_cli(*argv, cwd=tmp_path, timeout=300)  # before: blocked forever on the FIFO
         assert res.returncode == 2 and "invalid_input" in res.stdout + res.stderr, (argv, res.stderr)

@@ -378,7 +378,8 @@ def test_rank_candidates_matches_the_cli_library_call(root):
     assert len(with_rejected["rows"]) == 2 and len(with_rejected["rejected"]) == 2
     assert all(r["rejected_rules"] for r in with_rejected["rejected"])
     refused = _error("rank_candidates", {"spec_path": "specs/sparse_topk_2048.yaml"}, root)
-    assert refused["code"] == "spec_invalid" and "SK-02" in refused["message"]
+    assert refused["code"] == "invalid_input" and "ranking covers SK-01 only" in refused["message"]
+    assert refused["details"]["skeleton"] == "SK-02"
 
 
 def test_a_missing_component_degrades_its_tool_not_the_list(monkeypatch, capsys):

@@ -140,6 +140,32 @@ def test_deep_markdown_and_code_nesting() -> None:
         _sound(validate_text(text))
 
 
+def test_a_500_term_expression_is_checked_at_its_line_not_reported_as_internal() -> None:
+    # a sum of 500 terms nests 500 BinOps: OD-KN-06, OD-KN-03 and C-SYM-06 walk it without recursion
+    from opdesign.validate import validate_kernel_text
+
+    terms = " + ".join(["kv_len"] * 500)
+    kernel = ('"""SK-01 kernel."""\nimport pypto\n\n\n@pypto.frontend.jit()\n'
+              "def k(lens: pypto.Tensor((pypto.DYNAMIC,), pypto.DT_INT32)):\n"
+              "    for b in pypto.loop(4, name='b'):\n"
+              f"        early = {terms}\n"
+              "        kv_len = lens[b]\n"
+              f"        total = {terms}\n"
+              f"        for z in range({terms}):\n"
+              "            pass\n")
+    found = [(f.rule, f.line, f.message) for f in validate_kernel_text(kernel).findings]
+    assert all(rule != "OD-DOC-10" for rule, _line, _m in found), found
+    assert ("OD-KN-06", 8, "kv_len is read before it is bound (its first assignment is at line 9)") in found
+    assert ("C-SYM-06", 11, "range over symbolic bound an expression of 1998 nodes (nested 501 deep): use pypto.loop") in found
+    # a rule that still recurses (a 500-deep .min() chain) names the expression's line, not line 1
+    chain = kernel.replace(f"        total = {terms}\n", "        total = kv_len" + ".min(4)" * 500 + "\n")
+    internal = [(f.line, f.message) for f in validate_kernel_text(chain).findings if f.rule == "OD-DOC-10"]
+    assert internal and all(line == 10 and "line 10 is nested 1003 levels deep" in m for line, m in internal), internal
+    design = "## Pseudocode\n\n```python\nfor z in range(" + terms + "):\n    pass\n```\n"
+    found = [(f.rule, f.line) for f in validate_text(design).findings]
+    assert ("C-SYM-06", 4) in found and all(rule != "OD-DOC-10" for rule, _line in found), found
+
+
 def test_many_designs_in_one_call(tmp_path: Path) -> None:
     for i in range(20):
         (tmp_path / f"op{i}" / "eval").mkdir(parents=True)

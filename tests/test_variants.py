@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, REPO, run_cli
 from opdesign.skeletons.registry import estimate
-from opdesign.plan.blocks import balance, greedy_balance, kv_block_ranges
+from opdesign.plan.blocks import balance, greedy_balance, kv_block_ranges, lpt_balance, typical_lengths
 from opdesign.render.phrases import say
 from opdesign.spec import load_spec
 
@@ -192,6 +192,39 @@ def test_balance_says_when_fewer_cores_do_as_well():
     assert max(c.weight for c in result.per_core) == 10
     assert result.fewer_cores == 2 and "fewer cores would do as well" in say(result.note)
     assert greedy_balance([0, 0], 4) == ([0, 0, 0, 0], [0, 0, 0, 0])
+
+
+VARLEN_DECODE = REPO / "tests" / "fixtures" / "sk01" / "varlen_paged_decode.yaml"
+
+
+def test_varlen_paged_decode_balances_tasks_by_kv_length(tmp_path):
+    spec = load_spec(VARLEN_DECODE)
+    plan = estimate(spec)
+    s, bal = spec.shape, plan.balance
+    assert plan.kv_tile == 128 and bal is not None and bal.method == "lpt" and bal.cores == 20
+    lengths = [8192, 7169, 6145, 5121, 4097, 3073, 2049, 1025]  # 1 + ceil(8191 x (8 - b) / 8)
+    assert typical_lengths(1, s.seq_kv, s.batch) == lengths
+    weights = [ceil(n / 128) for n in lengths for _ in range(s.num_heads)]
+    assert bal.total_valid_blocks == sum(weights) == 9440
+    assert sum(c.q_blocks for c in bal.per_core) == s.batch * s.num_heads
+    worst = max(c.weight for c in bal.per_core)
+    assert worst == 475 and bal.imbalance == pytest.approx(475 / 472, abs=1e-4) and bal.imbalance <= 1.2
+    # the length-blind contiguous split in (batch, head) order, which the note compares against, is worse
+    contiguous = max(greedy_balance(weights, 20)[0]) / (sum(weights) / 20)
+    assert contiguous > 1.08 and f"contiguous split in (batch, head) order: {contiguous:.3f}" in say(bal.note)
+    design = (_new(tmp_path, VARLEN_DECODE, "varlen_paged_decode").parent / "DESIGN.md").read_text(encoding="utf-8")
+    assert "| core_imbalance | 1.0064 |" in design and "length-aware LPT split over 20 cores" in design
+    assert "| 0-11 | 13 | 475 |" in design and "| **total** | 256 | 9440 |" in design
+
+
+def test_lpt_puts_the_longest_task_first_on_the_least_loaded_core():
+    # 5 -> c0, 4 -> c1, 3 -> c1 (7), 3 -> c0 (8), 3 -> c1 (10): loads [8, 10], mean 9
+    result = lpt_balance([3, 5, 3, 4, 3], 2, [0])
+    assert [(c.q_blocks, c.weight) for c in result.per_core] == [(2, 8), (3, 10)]
+    assert result.imbalance == pytest.approx(10 / 9, abs=1e-4) and result.fewer_cores is None
+    # one task longer than all the rest: a single core reaches the same busiest-core weight
+    assert lpt_balance([10, 1, 1, 1], 4, [0]).fewer_cores == 2
+    assert typical_lengths(1, 1, 3) == [1, 1, 1] and typical_lengths(500, 100, 2) == [100, 100]
 
 
 @pytest.mark.slow

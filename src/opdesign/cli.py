@@ -281,7 +281,8 @@ def rank_cmd(
 
     loaded = load_spec(spec)  # read once
     ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected)
-    echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json else render_ranking_text(ranking, show_rejected), nl=as_json)
+    echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json
+         else render_ranking_text(ranking, show_rejected, trailer=not is_quiet()), nl=as_json)
 
 # === tool / mcp ===
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from opdesign.errors import NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
+from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
@@ -64,6 +64,8 @@ def golden_module_count(spec: Spec, spec_path: Path, read: GoldenReader | None =
         report = estimate_golden(Path(name), source=data)
     except (PathOutsideRootError, TooLargeError):
         raise
+    except InputError as err:  # a FIFO, a device or a folder: unusable input, as for any file read
+        raise InputError(f"{spec_path}: golden: {err.message}", {"field": "golden", "path": spec.golden}) from None
     except NotFoundError as err:
         why = " (symlink loop)" if "loop" in err.message else ""
         raise NotFoundError(f"{spec_path}: golden: {spec.golden!r} is not an existing .py file next to the SPEC{why}",
@@ -100,13 +102,16 @@ def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: 
     """``opdesign rank``: the cost-model ranking of a plan's candidates.
 
     Raises:
-        SpecError: the plan's skeleton is not one the cost model ranks (``Skeleton.ranked``).
+        InputError: the plan's skeleton is not one the cost model ranks (``Skeleton.ranked``): the SPEC
+            is valid, the command does not cover it (``invalid_input``, as for any argument it refuses).
     """
     from opdesign.costmodel import rank_candidates
 
     if not skeleton_of(plan).ranked:
-        ranked = ", ".join(s.id for s in SKELETONS if s.ranked)
-        raise SpecError(f"rank: the cost model ranks {ranked} tilings; {spec.op_name} is planned with {plan.skeleton.id}")
+        ranked = [s.id for s in SKELETONS if s.ranked]
+        raise InputError(f"rank: ranking covers {', '.join(ranked)} only; {spec.op_name} is a valid SPEC planned with "
+                         f"{plan.skeleton.id} (`opdesign estimate` prints its plan)",
+                         {"field": "spec", "skeleton": plan.skeleton.id, "ranked": ranked})
     return rank_candidates(spec, plan, top, include_rejected, params=params)
 
 

@@ -275,9 +275,7 @@ def _folder_kernels(root: Root, folder: Resolved) -> list[tuple[str, bytes | Unu
         try:
             data, found = root.read(entry, "design_path", MAX_TEXT_BYTES, start=folder)
             found.close()
-        except InputError:  # not a regular file (a folder named like a kernel): not a kernel source
-            continue
-        except OpdesignError as err:
+        except (InputError, OpdesignError) as err:  # a dangling link, a folder or FIFO named like a kernel
             out.append((name, Unusable(err.message.split(": ", 1)[-1])))
             continue
         out.append((name, data))

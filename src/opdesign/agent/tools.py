@@ -166,12 +166,49 @@ def parse_request(raw: bytes) -> Any:
     if not text.strip():
         return {}
     try:
-        return json.loads(text)
+        data = json.loads(text, object_pairs_hook=_strict_object, parse_constant=_NonFinite,
+                          parse_float=_finite_float)
     except RecursionError:
         raise InputError("malformed JSON: nested too deeply") from None
     except json.JSONDecodeError as err:
         raise InputError(f"malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})",
                          {"line": err.lineno, "column": err.colno}) from None
+    if _non_finite(data):
+        raise InputError("malformed JSON: NaN or Infinity is not a JSON number")
+    return data
+
+
+class _NonFinite(str):
+    """``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a float (``1e999``): not JSON."""
+
+
+def _finite_float(text: str) -> float | _NonFinite:
+    value = float(text)
+    return value if value - value == 0 else _NonFinite(text)
+
+
+def _non_finite(value: Any) -> bool:
+    """A non-finite number here or in the lists nested in it (objects check their own values)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _NonFinite):
+            return True
+        if isinstance(item, list):
+            stack += item
+    return False
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique and whose values are finite numbers (``json`` accepts both)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InputError(f"malformed JSON: the key {key!r} is given twice", {"field": key})
+        if _non_finite(value):
+            raise InputError(f"malformed JSON: {key!r}: NaN or Infinity is not a JSON number", {"field": key})
+        out[key] = value
+    return out
 
 
 def main_call(name: str, input_file: Path | None, root: str | Path) -> int:

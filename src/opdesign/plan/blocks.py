@@ -8,6 +8,7 @@ blocks over the cube cores).
 from __future__ import annotations
 
 from bisect import bisect_left
+from heapq import heapify, heapreplace
 from math import ceil
 
 from opdesign.plan.models import Balance, CoreLoad, text
@@ -155,3 +156,49 @@ def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
     return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
                    per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts))],
                    imbalance=round(imbalance, 4), fewer_cores=fewer, note=note)
+
+
+def typical_lengths(lo: int, full: int, batch: int) -> list[int]:
+    """Modelled valid lengths of a varlen axis, per batch, for a typical shape of length ``full``.
+
+    The scaffold and the kernel's test case draw the lengths in ``[lo, full]`` and keep one
+    batch at (nearly) ``full``; the design models them as evenly spread over that range, longest
+    first: batch ``b`` holds ``lo + ceil((full - lo) x (batch - b) / batch)``.
+    """
+    lo = min(max(1, lo), full)
+    return [lo + -(-(full - lo) * (batch - b) // batch) for b in range(batch)]
+
+
+def _lpt_loads(weights: list[int], cores: int) -> tuple[list[int], list[int]]:
+    """(core weights, tasks per core): heaviest task first, each onto the least-loaded core (lowest index on ties)."""
+    heap = [(0, c) for c in range(cores)]
+    heapify(heap)
+    loads, counts = [0] * cores, [0] * cores
+    for w in sorted(weights, reverse=True):
+        load, core = heap[0]
+        loads[core], counts[core] = load + w, counts[core] + 1
+        heapreplace(heap, (load + w, core))
+    return loads, counts
+
+
+def lpt_balance(weights: list[int], cores: int, lengths: list[int]) -> Balance:
+    """Length-aware split of whole tasks over ``cores``: longest processing time first (LPT).
+
+    ``weights`` are the KV tiles of every (batch, head, q block) task at the modelled per-batch
+    ``lengths``. A task is never split (domain.md §7: a q block heavier than the target cannot be
+    split), so there is no combine stage; LPT keeps the busiest core within 4/3 of the best
+    whole-task split (Graham's bound). The note compares the contiguous split in (batch, head) order.
+    """
+    loads, counts = _lpt_loads(weights, cores) if cores > 0 else ([], [])
+    total = sum(weights)
+    mean = total / cores if cores else 0.0
+    worst = max(loads) if loads else 0
+    fewer = next((c for c in range(1, cores) if total and max(_lpt_loads(weights, c)[0]) <= worst), None)
+    imbalance = worst / mean if mean else 1.0
+    contiguous = max(_Split(weights, 1).balance(cores)[0]) / mean if mean else 1.0
+    note = text("balance.lpt_fewer" if fewer else "balance.lpt", cores=cores, tasks=len(weights), lengths=lengths,
+                target=total / cores if cores else 0.0, imbalance=imbalance, contiguous=contiguous,
+                fewer=fewer, worst=worst)
+    return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
+                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts))],
+                   imbalance=round(imbalance, 4), fewer_cores=fewer, note=note, method="lpt")

@@ -235,6 +235,8 @@ class Balance(_Model):
     fewer_cores: int | None = Field(None, description="the smallest core count reaching the same busiest-core weight, "
                                     "when fewer cores would do as well")
     note: Text = Field(description="the split in one sentence")
+    method: Literal["greedy", "lpt"] = Field("greedy", description="greedy: FAI contiguous split of q blocks; "
+                                             "lpt: varlen tasks longest first onto the least-loaded core")
 
     def core_groups(self) -> list[tuple[int, int, int, int]]:
         """Consecutive cores with the same load as ``(first, last, q_blocks, weight)`` (for compact tables)."""

@@ -17,8 +17,9 @@ def _line(r: CandidateRow) -> str:
             f"{st['V2']:>9} {st['sched']:>6}  {r.bottleneck}")
 
 
-def render_ranking_text(ranking: Ranking, show_rejected: bool = False) -> str:
-    """The ranked table, the plan's rank and, on request, the rejected candidates with their rule ids."""
+def render_ranking_text(ranking: Ranking, show_rejected: bool = False, trailer: bool = True) -> str:
+    """The ranked table, the plan's rank and, on request, the rejected candidates with their rule ids;
+    ``trailer`` adds the legend of the stage columns and the model's note (``-q`` leaves them out)."""
     rules = ", ".join(f"{k} {v}" for k, v in ranking.rejected_by_rule.items() if v) or "none"
     out = [f"{ranking.op_name}: SK-01 {ranking.form} form on {ranking.device}: {ranking.enumerated} candidates, "
            f"{ranking.legal} legal; rejected by rule: {rules}"]
@@ -29,9 +30,10 @@ def render_ranking_text(ranking: Ranking, show_rejected: bool = False) -> str:
     out += [_HEAD] + [_line(r) for r in ranking.rows]
     if ranking.chosen is not None and all(not r.chosen for r in ranking.rows):
         out += ["   ...", _line(ranking.chosen)]
-    out.append("stages: cycles per task (one KV step); qk = C1 m/n tile, pv = C2 k tile, G = AT-23 head group, "
-               "S = streams")
-    out.append(f"note: {ranking.note}")
+    if trailer:
+        out.append("stages: cycles per task (one KV step); qk = C1 m/n tile, pv = C2 k tile, G = AT-23 head group, "
+                   "S = streams")
+        out.append(f"note: {ranking.note}")
     if show_rejected:
         out.append(f"rejected ({len(ranking.rejected)} shown, best would-be score first):")
         for r in ranking.rejected:

@@ -15,6 +15,9 @@ import builtins
 from opdesign.validate.pseudocode import Program
 
 
+_OWN_SCOPE = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
 class Order(ast.NodeVisitor):
     """Names read before they are bound, in evaluation order, within one function."""
 
@@ -24,6 +27,23 @@ class Order(ast.NodeVisitor):
         self.reads: list[tuple[str, int]] = []  # (name, lineno) read while unbound
         self.first_bind: dict[str, int] = {}
         self.written: set[str] = set()  # names written through a subscript (``oi[:] = x``)
+
+    def visit(self, node: ast.AST) -> None:
+        """Expressions are walked with an explicit stack (children in evaluation order), so a
+        500-term sum costs no recursion; statements and own-scope nodes go to their visitors."""
+        stack: list[ast.AST | tuple[str, ast.AST]] = [node]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, tuple):  # a walrus target, stored after its value
+                self.store(item[1])
+            elif isinstance(item, ast.Name):
+                self.visit_Name(item)
+            elif isinstance(item, ast.NamedExpr):
+                stack += [("store", item.target), item.value]
+            elif isinstance(item, ast.expr) and not isinstance(item, _OWN_SCOPE):
+                stack.extend(reversed(list(ast.iter_child_nodes(item))))
+            else:
+                super().visit(item)
 
     def store(self, target: ast.AST) -> None:
         for n in ast.walk(target):

@@ -25,7 +25,7 @@ from opdesign.validate.document import parse
 from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.prose import prose_pseudocode
-from opdesign.validate.pseudocode import MAX_KERNELS, read_programs
+from opdesign.validate.pseudocode import MAX_KERNELS, nesting, read_programs
 from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
 from opdesign.validate.registry import Context
@@ -58,6 +58,28 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise Unusable(f"not UTF-8 (invalid byte at offset {err.start})") from None
+
+
+def decode_source(data: bytes) -> str:
+    """Text of a Python source file: the encoding its PEP 263 line declares (``# -*- coding: latin-1 -*-``,
+    :func:`tokenize.detect_encoding`), else UTF-8; the same size and NUL checks as :func:`decode`."""
+    import io
+    import tokenize
+
+    if len(data) > MAX_INPUT_BYTES or b"\x00" in data:
+        return decode(data)  # raises with the reason
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as err:  # an unknown coding, one that contradicts a UTF-8 BOM, or undeclared non-UTF-8
+        if "unknown encoding" in err.msg or "encoding problem" in err.msg:
+            raise Unusable(f"encoding declaration: {err.msg}") from None
+        return decode(data)  # no usable declaration: UTF-8 (raises naming the first invalid byte)
+    if encoding in ("utf-8", "utf-8-sig"):
+        return decode(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise Unusable(f"not {encoding} as its coding line declares (invalid byte at offset {err.start})") from None
 
 
 def _check_text(text: str) -> None:
@@ -143,11 +165,26 @@ def _run_kernel(text: str, name: str) -> list[Finding]:
 def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
     try:
         hits = list(rule.check(ctx))
+    except RecursionError:  # an expression nested deeper than the rule's walk: name its line
+        line, depth = _deepest(ctx.program)
+        return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=line,
+                        message=f"{rule.id} could not be evaluated: the expression at line {line} is nested "
+                                f"{depth} levels deep; split it into named parts")]
     except Exception as err:  # noqa: BLE001 - reported as OD-DOC-10, never a traceback
         return [Finding(rule=INTERNAL_RULE, level="error", file=design, line=1,
                         message=_one_line(f"{rule.id} could not be evaluated: {type(err).__name__}: {err}"))]
     return [Finding(rule=rule.id, level=h.level or rule.level, message=_one_line(h.message), line=max(1, h.line),
                     file=iface_name if h.interfaces else design) for h in hits]
+
+
+def _deepest(program) -> tuple[int, int]:
+    """(line, depth) of the most deeply nested statement of the program's code ((1, 0) without code)."""
+    best = (1, 0)
+    for node, _loops in program.walk() if program is not None else ():
+        depth = max((nesting(e) for e in node.exprs()), default=0)
+        if depth > best[1]:
+            best = (node.line, depth)
+    return best
 
 
 def _one_line(message: str, limit: int = 500) -> str:
@@ -216,7 +253,12 @@ def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | Non
 
 
 def _read(path: Path) -> str:
-    """One bounded read of a regular file (a FIFO, device or folder is refused, never waited on)."""
+    """One bounded read of a regular file (a FIFO, device or folder is refused, never waited on), as UTF-8."""
+    return decode(_read_bytes(path))
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of :func:`_read`."""
     from opdesign.errors import NotFoundError, OpdesignError
     from opdesign.safefs import read_regular
 
@@ -228,7 +270,7 @@ def _read(path: Path) -> str:
         why = err.message.removeprefix(f"{path}: ")
         raise Unusable("is a directory" if why.startswith("is a folder") else
                        f"larger than {MAX_INPUT_BYTES // 1024} KiB" if "limit" in why else why) from None
-    return decode(data)
+    return data
 
 
 def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
@@ -236,7 +278,7 @@ def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
     try:
         if isinstance(data, Unusable):
             raise data
-        text = decode(data)
+        text = decode_source(data)
     except Unusable as err:
         return [_unusable(name, str(err))]
     return _run_kernel(text, name)
@@ -270,15 +312,17 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
     try:
-        text = _read(path)
+        text = decode_source(_read_bytes(path))
     except Unusable as err:
         return [_unusable(name, str(err))]
     return _run_kernel(text, name)
 
 
 def _kernel_files(folder: Path) -> list[Path]:
-    """The kernel sources of an operator folder (:data:`KERNEL_GLOBS`), sorted by name."""
-    found = {p for pattern in KERNEL_GLOBS for p in folder.glob(pattern) if p.is_file()}
+    """The entries of an operator folder named like kernel sources (:data:`KERNEL_GLOBS`), sorted by name:
+    a dangling symlink, a folder or a FIFO among them is read like any kernel argument and reported
+    as unusable with its path, never skipped."""
+    found = {p for pattern in KERNEL_GLOBS for p in folder.glob(pattern)}
     return sorted(found)
 
 

@@ -129,6 +129,25 @@ def int_value(expr: ast.AST | None, constants: dict[str, int] | None = None) -> 
     return None
 
 
+def unparse(expr: ast.AST) -> str:
+    """Source text of an expression for a message (``ast.unparse``); an expression nested too deep for
+    ``ast.unparse`` (a sum of hundreds of terms) is named by its size instead."""
+    try:
+        return ast.unparse(expr)
+    except RecursionError:
+        return f"an expression of {sum(1 for _ in ast.walk(expr))} nodes (nested {nesting(expr)} deep)"
+
+
+def nesting(tree: ast.AST) -> int:
+    """Depth of the deepest node under ``tree`` (explicit stack: no recursion)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return deepest
+
+
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 

@@ -18,7 +18,7 @@ from opdesign.skeletons.registry import FALLBACK
 from opdesign.validate import blockdata as bd
 from opdesign.validate import codeflow
 from opdesign.validate.codeorder import Order, carried, defined_names, module_names
-from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword
+from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword, unparse
 from opdesign.validate.registry import Context, Hit, rule
 
 #: Vector ops that open a vector stage after a matmul (the op needs a vector TileShape).
@@ -233,8 +233,8 @@ def check_builtin_minmax(ctx: Context) -> Iterator[Hit]:
                 symbolic = [a for a in call.args if flow.value(a, state).symbolic]
                 if symbolic:
                     yield Hit(program.call_line(call, node),
-                              f"builtin {call.func.id}() on symbolic {ast.unparse(symbolic[0])}: use "
-                              f"({ast.unparse(symbolic[0])}).{call.func.id}(...) or pypto.{call.func.id}(a, b)")
+                              f"builtin {call.func.id}() on symbolic {unparse(symbolic[0])}: use "
+                              f"({unparse(symbolic[0])}).{call.func.id}(...) or pypto.{call.func.id}(a, b)")
 
 
 def _words(texts: list[str]) -> set[str]:
@@ -322,7 +322,7 @@ def check_batch_head_offsets(ctx: Context) -> Iterator[Hit]:
                 var = _loop_var(loop)
                 if var is not None and var not in deps:
                     yield Hit(program.call_line(call, node),
-                              f"{name} of {ast.unparse(tensor)}: offsets {ast.unparse(offsets)} do not depend on the "
+                              f"{name} of {unparse(tensor)}: offsets {unparse(offsets)} do not depend on the "
                               f"{role} index {var} (loop at line {loop.line})")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import call_name, int_value
+from opdesign.validate.pseudocode import call_name, int_value, unparse
 from opdesign.skeletons.registry import FALLBACK, find
 from opdesign.validate.collect import all_rules
 from opdesign.validate.values import declared_axes, is_dynamic
@@ -224,5 +224,5 @@ def check_integer_tiles(ctx: Context) -> Iterator[Hit]:
         bad = [a for a in args if not (isinstance(a, ast.Constant) and isinstance(a.value, bool))
                and is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
         if bad:
-            names = ", ".join(ast.unparse(a) for a in bad)
+            names = ", ".join(unparse(a) for a in bad)
             yield Hit(ctx.program.call_line(call, node), f"{call_name(call)} uses non-constant {names}")

@@ -17,6 +17,7 @@ from opdesign.validate.pseudocode import (
     dotted,
     int_value,
     keyword,
+    unparse,
 )
 from opdesign.validate.scopes import scopes
 from opdesign.validate.registry import Context, Hit, rule
@@ -226,7 +227,7 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
         if node.loop_kind == "range":
             bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
             if bad:
-                yield Hit(node.line, f"range over symbolic bound {', '.join(ast.unparse(a) for a in bad)}: use pypto.loop")
+                yield Hit(node.line, f"range over symbolic bound {', '.join(unparse(a) for a in bad)}: use pypto.loop")
 
 
 @rule("C-SYM-07", "error", "pseudocode", "C-SYM-07 (AT-20-R5)",
@@ -252,4 +253,4 @@ def check_view_shapes(ctx: Context) -> Iterator[Hit]:
         bad = [e for e in elts if is_dynamic(ctx.program, e, declared_axes(ctx.front), node)]
         if bad:
             yield Hit(ctx.program.call_line(call, node),
-                      f"pypto.view shape uses {', '.join(ast.unparse(e) for e in bad)}: shapes are compile-time ints")
+                      f"pypto.view shape uses {', '.join(unparse(e) for e in bad)}: shapes are compile-time ints")

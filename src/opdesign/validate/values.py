@@ -95,10 +95,8 @@ class Values:
             return STATIC if isinstance(expr.value, int) else DYNAMIC
         if isinstance(expr, ast.Name):
             return self.name_kind(expr.id)
-        if isinstance(expr, ast.BinOp):
-            return join([self.kind(expr.left), self.kind(expr.right)])
-        if isinstance(expr, ast.UnaryOp):
-            return self.kind(expr.operand)
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+            return join([self.kind(e) for e in _operands(expr)])
         if isinstance(expr, (ast.List, ast.Tuple)):
             return join([self.kind(e) for e in expr.elts])
         if isinstance(expr, ast.IfExp):
@@ -208,6 +206,21 @@ class Values:
         if name.startswith("pypto.") or name.split(".")[0] in ("pp",):
             return DYNAMIC
         return UNKNOWN
+
+
+def _operands(expr: ast.BinOp | ast.UnaryOp) -> list[ast.expr]:
+    """The leaves of an arithmetic chain (``a + b * -c``: a, b, c), collected with an explicit stack
+    so a chain of hundreds of terms costs no recursion."""
+    out, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.BinOp):
+            stack += [e.right, e.left]
+        elif isinstance(e, ast.UnaryOp):
+            stack.append(e.operand)
+        else:
+            out.append(e)
+    return out
 
 
 def _bind_target(values: Values, target: ast.AST, value: ast.expr | str) -> None:

@@ -27,7 +27,7 @@ from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.skeletons.sk01.budget import ub_budget
 from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
-from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant
+from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant, varlen_balance
 from opdesign.spec import DTYPE_BYTES, Spec
 
 STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
@@ -169,7 +169,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     task_count = s.batch * s.num_heads * sum(per_q_block)
     task_basis = (text("sk01.task_count.dense", root_count=root_count, kv_tiles=kv_tiles)
                   if spec.mask in ("none", "tensor", "topk") else text("sk01.task_count.banded", per_q_block=per_q_block))
-    bal = None
+    bal = varlen_balance(spec, q_tile, kv_tile, device.aic_cores)
     if spec.mask in ("causal", "sliding_window"):
         bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
     work = q_tile * s.seq_kv * s.head_dim
@@ -194,8 +194,10 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
                                source="AT-17 (block_num pages per tile)"))
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
-                               basis=text("sk01.core_imbalance", cores=bal.cores),
-                               source="FAI example 49 multi-core balance (greedy split)"))
+                               basis=text("sk01.core_imbalance.greedy" if bal.method == "greedy" else "sk01.core_imbalance.lpt",
+                                          cores=bal.cores),
+                               source="FAI example 49 multi-core balance (greedy split)" if bal.method == "greedy"
+                               else "FAI example 49 multi-core balance (a q block is never split), varlen KV lengths: LPT order"))
     config, entries = config_entries(spec, sk01)
     primary, outputs = io_tensors(spec)
     modules = [module(spec, primary, outputs[0])]
@@ -225,7 +227,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         module_count=module_count, module_reason=module_reason,
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
-        risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form),
+        risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form)
+        + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         **overrides,

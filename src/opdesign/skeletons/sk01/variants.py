@@ -11,7 +11,8 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import Card
-from opdesign.plan.models import Unroll, text
+from opdesign.plan.blocks import lpt_balance, typical_lengths
+from opdesign.plan.models import Balance, Unroll, text
 from opdesign.spec import Spec
 
 # E4M3 keeps 3 mantissa bits: round-to-nearest relative error is at most 2**-4.
@@ -80,3 +81,20 @@ def fp8_tolerance(rtol: float, atol: float) -> tuple[float, float]:
     ``u`` is the E4M3 unit roundoff.
     """
     return max(rtol, 2 * E4M3_UNIT_ROUNDOFF), max(atol, E4M3_UNIT_ROUNDOFF)
+
+
+def varlen_balance(spec: Spec, q_tile: int, kv_tile: int, cores: int) -> Balance | None:
+    """Length-aware core split of a varlen SPEC without a banded mask (None otherwise).
+
+    Every (batch, head, q block) task visits ``ceil(kv_len_b / kv_tile)`` KV tiles at the modelled
+    per-batch lengths (:func:`opdesign.plan.blocks.typical_lengths`); the tasks are split whole,
+    longest first (:func:`opdesign.plan.blocks.lpt_balance`).
+    """
+    varlen = {a.name: a.range[0] for a in spec.dynamic_axes if not a.uniform}
+    if "seq_kv" not in varlen or spec.mask not in ("none", "tensor"):
+        return None
+    s = spec.shape
+    kv_lens = typical_lengths(varlen["seq_kv"], s.seq_kv, s.batch)
+    q_lens = typical_lengths(varlen["seq_q"], s.seq_q, s.batch) if "seq_q" in varlen else [s.seq_q] * s.batch
+    weights = [ceil(kv / kv_tile) for kv, sq in zip(kv_lens, q_lens) for _ in range(s.num_heads * ceil(sq / q_tile))]
+    return lpt_balance(weights, cores, kv_lens)
