@@ -198,10 +198,11 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if spec.layout == "TND":  # the counts above take every batch at the typical per-batch length
-        counts += [Decision(name=f"t_{axis}_max", value=s.batch * length, basis=text(
+        counts += [Decision(name=count, value=s.batch * length, basis=text(
                        "sk01.packed_rows", axis=axis, batch=s.batch, length=length, tensor=batch_lengths(spec)[name]),
                        source="layout TND (packed rows, cumulative actual_seq_q / actual_seq_kv)")
-                   for axis, name, length in (("q", "seq_q", s.seq_q), ("kv", "seq_kv", s.seq_kv))]
+                   for count, axis, name, length in (("t_q_max", "q", "seq_q", s.seq_q),
+                                                     ("t_kv_max", "kv", "seq_kv", s.seq_kv))]
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance", cores=bal.cores),
