@@ -31,6 +31,8 @@ BASES = {  # name: (example SPEC, field changes: small typical configs that show
         _cfg("q200_kv329", 3, batch=2, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
     "paged_fp8": ("paged_fp8_decode", {"shape__block_size": 64, "typical_configs": [
         _cfg("decode_b2_kv1030", 9, batch=2, num_heads=4, num_kv_heads=2, seq_kv=1030)]}),
+    "tnd": ("causal_gqa_tail", {"layout": "TND", "typical_configs": [  # packed: batches 200, drawn, tail 1 + 200 % 17
+        _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
     "sk16": ("sk16_backward_lm", {"typical_configs": [
         _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
     "sk16_causal": ("sk16_backward_lm", {"mask": "causal", "typical_configs": [
@@ -49,6 +51,8 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     "fp8_p_not_rounded": ("paged_fp8", "pij_c = to_e4m3(pij_v * p_scale)", "pij_c = pij_v * p_scale"),
     "fp8_output_scaled_0_8": ("paged_fp8", "round_to_input(o_tile[:q_valid])", "round_to_input(0.8 * o_tile[:q_valid])"),
     "fp8_v_scale_dropped": ("paged_fp8", "pij_v = pij * vs[None, :]", "pij_v = pij"),
+    "tnd_batch_offset_one_row_early": ("tnd", "start = int(cum[b - 1]) if b > 0 else 0",
+                                       "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
     "sk16_dq_accumulated_in_input_dtype": ("sk16", "dq_acc += dqi", "dq_acc = round_to_input(dq_acc + dqi)"),
     "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),

@@ -41,7 +41,9 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     """The four SK-01 performance-form conditions, evaluated on the SPEC's typical shape."""
     s = spec.shape
     kv_axis = next((a for a in spec.dynamic_axes if a.name == "seq_kv"), None)
-    if kv_axis is None:
+    if spec.layout == "TND":  # packed rows: each batch's K length is read from actual_seq_kv at run time
+        c1 = (False, text("sk01.perf1.packed"))
+    elif kv_axis is None:
         c1 = (True, text("sk01.perf1.fixed", seq_kv=s.seq_kv))
     elif not kv_axis.uniform:
         c1 = (False, text("sk01.perf1.varlen", lo=kv_axis.range[0], hi=kv_axis.range[1]))

@@ -32,7 +32,10 @@ from opdesign.spec import DTYPE_BYTES, Spec
 
 STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
-             "layout": ("BNSD", "BSND")}
+             "layout": ("BNSD", "BSND", "TND")}
+# TND (packed varlen) is planned with contiguous K/V, no FP8 and a banded or no mask; the rest is refused
+# by field (this version's scope, not an SK-01 card exclusion)
+TND_SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "mask": ("none", "causal", "sliding_window")}
 
 
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
@@ -131,6 +134,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
             legal tiling exists within the device's buffers.
     """
     check_supported(spec, SUPPORTED, "SK-01")
+    if spec.layout == "TND":
+        check_supported(spec, TND_SUPPORTED, "SK-01 with layout TND")
     cat = load_catalog()
     sk01 = cat.card("SK-01")
     device = cat.device(spec.device)
@@ -192,6 +197,12 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
                                source="FAI example 49 paged attention (kvSeqlen = RoundUp(kvSeqlen, blockSize)), AT-17"))
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
+    if spec.layout == "TND":  # the counts above take every batch at the typical per-batch length
+        counts += [Decision(name=count, value=s.batch * length, basis=text(
+                       "sk01.packed_rows", axis=axis, batch=s.batch, length=length, tensor=batch_lengths(spec)[name]),
+                       source="layout TND (packed rows, cumulative actual_seq_q / actual_seq_kv)")
+                   for count, axis, name, length in (("t_q_max", "q", "seq_q", s.seq_q),
+                                                     ("t_kv_max", "kv", "seq_kv", s.seq_kv))]
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance.greedy" if bal.method == "greedy" else "sk01.core_imbalance.lpt",
