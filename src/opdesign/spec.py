@@ -174,7 +174,11 @@ class Spec(_Strict):
     direction: Literal["forward", "backward"] = Field("forward", description="forward (SK-01 / SK-02) or backward (SK-16)")
     device: str = Field(description="profile name in constraints/devices.yaml")
     dtype: Literal["bf16", "fp16", "fp32"] = Field(description="dtype of Q, K, V and the output")
-    layout: Literal["BSND", "BNSD", "TND"] = Field("BNSD", description="axis order of Q, K, V (TND is not planned yet)")
+    layout: Literal["BSND", "BNSD", "TND"] = Field(
+        "BNSD", description="axis order of Q, K, V; TND packs variable-length batches: Q [T_q, num_heads, head_dim], "
+        "K/V [T_kv, num_kv_heads, head_dim], batch b's tokens are rows [cum[b-1], cum[b]) (cum[-1] = 0) of the "
+        "cumulative int32 [batch] end offsets actual_seq_q / actual_seq_kv; shape.seq_q / seq_kv are the per-batch "
+        "maximum, T <= batch * seq")
     shape: Shape = Field(description="the typical shape")
     dynamic_axes: list[DynamicAxis] = Field(min_length=1, description="axes whose length is known only at run time (at least one)")
     mask: Literal["none", "causal", "sliding_window", "tensor", "topk"] = Field(

@@ -37,16 +37,50 @@ def spec_echo(spec: Spec) -> dict[str, Any]:
 def batch_lengths(spec: Spec) -> dict[str, str]:
     """Axis -> name of the ``[batch]`` int32 tensor holding per-batch valid lengths.
 
-    Paged KV always reads ``kv_act_seqs`` (AT-17); a non-uniform (varlen) axis
-    reads ``actual_seq_q`` / ``actual_seq_kv``. Loop bounds depend on them, so they
-    are ``ready_on_host_tensors`` (SK-01 configuration).
+    Paged KV always reads ``kv_act_seqs`` (AT-17, per-batch lengths); a non-uniform (varlen) axis
+    reads ``actual_seq_q`` / ``actual_seq_kv``. Layout TND always has both (its rows are packed, so
+    every batch needs its offset), as cumulative end offsets (:func:`cumulative_lengths`); with paged
+    KV its K side keeps ``kv_act_seqs``. Loop bounds depend on them, so they are
+    ``ready_on_host_tensors`` (SK-01 configuration).
     """
     varlen = {a.name for a in spec.dynamic_axes if not a.uniform}
+    packed = spec.layout == "TND"
     out = {}
-    if "seq_q" in varlen:
+    if packed or "seq_q" in varlen:
         out["seq_q"] = "actual_seq_q"
     if spec.kv_cache == "paged":
         out["seq_kv"] = "kv_act_seqs"
-    elif "seq_kv" in varlen:
+    elif packed or "seq_kv" in varlen:
         out["seq_kv"] = "actual_seq_kv"
     return out
+
+
+def cumulative_lengths(spec: Spec) -> tuple[str, ...]:
+    """The tensors of :func:`batch_lengths` that hold CUMULATIVE end offsets rather than lengths.
+
+    Layout TND (the torch_npu ``npu_fusion_attention`` TND convention of ``actual_seq_qlen`` /
+    ``actual_seq_kvlen``): entry ``b`` is the end row of batch ``b`` in the packed axis, so batch ``b``
+    owns rows ``[cum[b-1], cum[b])`` with ``cum[-1] = 0`` and its length is ``cum[b] - cum[b-1]``
+    (:func:`packed_rows`). Paged ``kv_act_seqs`` stays per-batch lengths (its rows come from the
+    block table, not from a packed axis).
+    """
+    if spec.layout != "TND":
+        return ()
+    return tuple(name for name in batch_lengths(spec).values() if name != "kv_act_seqs")
+
+
+def cumulative_ends(lengths: list[int]) -> list[int]:
+    """Per-batch lengths -> the cumulative end offsets a TND kernel reads (``[3, 5] -> [3, 8]``)."""
+    out, end = [], 0
+    for n in lengths:
+        if n < 0:
+            raise ValueError(f"a batch length is negative: {n}")
+        end += n
+        out.append(end)
+    return out
+
+
+def packed_rows(cum: list[int], b: int) -> tuple[int, int]:
+    """``(start, length)`` of batch ``b`` in a packed axis from cumulative end offsets ``cum``."""
+    start = cum[b - 1] if b > 0 else 0
+    return start, cum[b] - start

@@ -12,6 +12,8 @@ NP_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
+    """Q / K / V dims; TND's packed token axis is given by its upper bound ``batch * seq`` (T_q, T_kv),
+    its per-batch rows by the cumulative ``actual_seq_*`` inputs (opdesign.plan.fields.cumulative_lengths)."""
     return {"BNSD": ["batch", heads, seq, "head_dim"], "BSND": ["batch", seq, heads, "head_dim"],
             "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
 
@@ -37,11 +39,13 @@ def io_tensors(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec]]:
         # FP32 AT-08 inv_scale (amax / 448, the dequantisation factor) per V row, i.e. per token and KV
         # head; token axis last so one page's (or tile's) scales are one contiguous row
         scale_shape = (["num_blocks", "num_kv_heads", "block_size"] if spec.kv_cache == "paged"
+                       else ["num_kv_heads", "batch * seq_kv"] if spec.layout == "TND"
                        else ["batch", "num_kv_heads", "seq_kv"])
         inputs.append(TensorSpec(name="v_inv_scale", shape=scale_shape, dtype="float32"))
     if spec.mask == "tensor":
         inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
     if spec.mask == "topk":  # the indexer's picks per query token, -1 = unused slot (shared by the token's heads)
-        inputs.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
+        inputs.append(TensorSpec(name="topk_indices", dtype="int32", shape=(
+            ["batch * seq_q", "topk"] if spec.layout == "TND" else ["batch", "seq_q", "topk"])))
     out = TensorSpec(name="attn_out", shape=q.shape, dtype=dt)
     return inputs, [out]
