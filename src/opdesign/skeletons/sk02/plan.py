@@ -54,7 +54,7 @@ from opdesign.plan.tiles import align_up, axis_hi, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
-from opdesign.skeletons.sk02.packed import host_lengths, packed_interfaces
+from opdesign.skeletons.sk02.packed import host_lengths
 from opdesign.spec import DTYPE_BYTES, Spec
 
 SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND", "TND")}
@@ -339,8 +339,7 @@ def _atoms(cat, norm: str) -> list[Choice]:
 
 def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
     primary, outputs = io_tensors(spec)
-    if spec.layout == "TND":
-        primary = packed_interfaces(spec, primary)
+    if spec.layout == "TND":  # q, k, v, the cumulative actual_seq_q / actual_seq_kv, topk_indices [T_q, topk]
         return (primary, outputs, *_module(spec, primary, outputs, golden_module_count))
     # SK-02 reads the per-batch KV length as kv_act_seqs (cur_seq and its pypto.cond) whether seq_kv is
     # varlen or not: it replaces io_tensors' actual_seq_kv, and io_tensors already lists topk_indices
