@@ -238,7 +238,8 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                  source="SK-02 structure"),
         Decision(name="kv_tiles", value=1, basis="single pass: S2_TILE covers topk", source="SK-02-R3"),
         Decision(name="root_count", value=root_count,
-                 basis=f"batch {s.batch} x seq_q {s.seq_q} x num_kv_heads {s.num_kv_heads} x q_tiles {g_tiles}",
+                 basis=f"batch {s.batch} x seq_q {s.seq_q} x num_kv_heads {s.num_kv_heads} x q_tiles {g_tiles}"
+                       + ("; TND: at most, seq_q is the per-batch maximum (T_q <= batch x seq_q)" if spec.layout == "TND" else ""),
                  source="SK-01 structural table (root count), one root per single pass"),
         Decision(name="task_count", value=root_count, basis="one C1-V1-C2 pass per root (no KV loop)", source="SK-02-R3"),
         Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x S2_TILE {s2} x head_dim {s.head_dim} per matmul stage",

@@ -82,6 +82,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
     work = mm_per_pair * tile * s.seq_kv * s.head_dim
     pair_basis = (f"q_tiles {q_tiles} x kv_tiles {kv_tiles}" if spec.mask == "none"
                   else f"sum(visible kv blocks per q block {pairs})")
+    packed = "; TND: at most, seq_q / seq_kv are per-batch maxima (SK-16-R10)" if spec.layout == "TND" else ""
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, Q_TILE {tile})", source="SK-16 loop nest (s1)"),
         Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, KV_TILE {tile})", source="SK-16 loop nest (s2)"),
@@ -90,10 +91,10 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
                  basis="single pass evaluates Q K^T once per (s1, s2) pair" if passes == 1
                  else "pass 1 (dQ) and pass 2 (dK, dV) each evaluate Q K^T; l/m are inputs, so no statistics pass",
                  source="SK-16-R1, card two_pass_qk_per_block"),
-        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}",
+        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}{packed}",
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count,
-                 basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}",
+                 basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}{packed}",
                  source="SK-16 task count, backward decision table"),
         Decision(name="work_per_root_macs", value=work,
                  basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim}",
