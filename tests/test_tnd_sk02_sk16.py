@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import REPO, run_cli, spec_variant
 from opdesign.errors import SpecError
@@ -181,13 +182,19 @@ def _verify(out, **kw):
 
 @pytest.mark.pypto
 @needs_pypto
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_tnd_kernel_verifies_against_the_torch_golden(tmp_path, name):
+@pytest.mark.parametrize("name, changes", [("sk02", {}), ("sk16", {}), ("sk16", {"mask": "causal"})],
+                         ids=["sk02", "sk16", "sk16_causal"])
+def test_tnd_kernel_verifies_against_the_torch_golden(tmp_path, name, changes):
+    spec = SPECS[name]
+    if changes:  # the causal mask is bottom-right aligned per batch: kv_len - q_len
+        spec = tmp_path / "spec.yaml"
+        data = load_spec(SPECS[name]).model_dump(mode="json", exclude_none=True) | changes
+        spec.write_text(yaml.safe_dump(data, sort_keys=False))
     out = tmp_path / name
-    assert run_cli("new", "--spec", str(SPECS[name]), "--out", str(out)).returncode == 0
+    assert run_cli("new", "--spec", str(spec), "--out", str(out)).returncode == 0
     report = _verify(out)
     assert report.errors == [], report.errors
-    assert [c.name for c in report.configs] == [c.name for c in load_spec(SPECS[name]).typical_configs]
+    assert [c.name for c in report.configs] == [c.name for c in load_spec(spec).typical_configs]
     for config in report.configs:
         assert config.compiled and config.sim_us > 0
         assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
