@@ -148,7 +148,6 @@ def test_causal_counts_only_visible_block_pairs(atomic_add_release):
 
 
 @pytest.mark.parametrize("changes, field", [
-    ({"layout": "TND"}, "layout"),
     ({"dynamic_axes": [{"name": "seq_q", "range": [1, 4096], "uniform": False}]}, "dynamic_axes.0.uniform"),
     ({"mask": "sliding_window", "shape": {"window": 128}}, "mask"),
 ])

@@ -54,9 +54,10 @@ from opdesign.plan.tiles import align_up, axis_hi, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
+from opdesign.skeletons.sk02.packed import host_lengths
 from opdesign.spec import DTYPE_BYTES, Spec
 
-SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
+SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND", "TND")}
 
 
 @dataclass
@@ -237,7 +238,8 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                  source="SK-02 structure"),
         Decision(name="kv_tiles", value=1, basis="single pass: S2_TILE covers topk", source="SK-02-R3"),
         Decision(name="root_count", value=root_count,
-                 basis=f"batch {s.batch} x seq_q {s.seq_q} x num_kv_heads {s.num_kv_heads} x q_tiles {g_tiles}",
+                 basis=f"batch {s.batch} x seq_q {s.seq_q} x num_kv_heads {s.num_kv_heads} x q_tiles {g_tiles}"
+                       + ("; TND: at most, seq_q is the per-batch maximum (T_q <= batch x seq_q)" if spec.layout == "TND" else ""),
                  source="SK-01 structural table (root count), one root per single pass"),
         Decision(name="task_count", value=root_count, basis="one C1-V1-C2 pass per root (no KV loop)", source="SK-02-R3"),
         Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x S2_TILE {s2} x head_dim {s.head_dim} per matmul stage",
@@ -260,10 +262,14 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
     ]
     config, entries = config_entries(spec, card, fallback=cat.card("SK-01"))
     rec = next(r for r in cat.card("SK-01").config if r.key == "runtime_options.ready_on_host_tensors")
-    config["runtime_options"]["ready_on_host_tensors"] = ["kv_act_seqs"]
+    lengths = host_lengths(spec)
+    config["runtime_options"]["ready_on_host_tensors"] = list(lengths.values())
     entries = [e for e in entries if e.key != rec.key]
-    entries.append(ConfigEntry(key=rec.key, value=["kv_act_seqs"], status="required",
-                               purpose="cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early",
+    entries.append(ConfigEntry(key=rec.key, value=list(lengths.values()), status="required",
+                               purpose=("the batch loop's row offsets, the token loop's bound, cur_seq and its pypto.cond "
+                                        "come from the cumulative actual_seq_q / actual_seq_kv (TND); issue them from the "
+                                        "host early" if spec.layout == "TND" else
+                                        "cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early"),
                                source=f"SK-01 configuration ({rec.when}), AT-21"))
     rec = next(r for r in card.config if r.key == "sg_set_scope")
     entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose="C1, V1 and C2 of a pass in one "
@@ -282,10 +288,15 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                                source=f"{card.id} configuration, C-TILE-05"))
     primary, outputs, module_count, module_reason, modules = _interfaces(spec, golden_module_count)
     rtol, atol = spec.tolerance
+    packed = spec.layout == "TND"
     loops = [
-        LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
-        LoopRow(name="s_idx", loop_kind="pypto.loop", bound="seq_q", step="1 token",
-                dependence="independent; cur_seq = clamp(kv_act_seqs[b] - seq_q + 1 + s, 0, TOPK), a runtime variable"),
+        LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1",
+                dependence="independent; rows [cum[b-1], cum[b]) of actual_seq_q / actual_seq_kv (cum[-1] = 0)"
+                if packed else "independent"),
+        LoopRow(name="s_idx", loop_kind="pypto.loop", bound="q_len = actual_seq_q[b] - q_start" if packed else "seq_q",
+                step="1 token",
+                dependence="independent; cur_seq = clamp(kv_len - q_len + 1 + s, 0, TOPK), a runtime variable" if packed
+                else "independent; cur_seq = clamp(kv_act_seqs[b] - seq_q + 1 + s, 0, TOPK), a runtime variable"),
         LoopRow(name="kv_h", loop_kind=head_kind, bound="num_kv_heads", step="1", dependence="independent"),
         LoopRow(name="g_idx", loop_kind=head_kind, bound=f"ceildiv(group {group}, Q_TILE)", step="Q_TILE heads",
                 dependence="independent (one root each); no KV loop inside (SK-02-R3)"),
@@ -306,7 +317,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         unroll=Unroll(candidates=[], unroll_factor=1, unroll_list=[],
                       remainder_rule="no KV loop, so nothing to unroll: one pass covers S2_TILE >= topk",
                       reason="SK-02-R3: no loop_unroll (there is no KV loop)", source="SK-02-R3"),
-        unroll_factor=1, root_count=root_count, task_count=root_count, work_per_root_macs=work, counts=counts,
+        unroll_factor=1, batch_lengths=lengths if packed else {}, root_count=root_count, task_count=root_count, work_per_root_macs=work, counts=counts,
         ub_budget=fit.ub, l1_budget=fit.l1, l0_budgets=fit.l0, expansion=exp, loops=loops, state=[],
         config=config, config_entries=entries, primary_inputs=primary, final_outputs=outputs, modules=modules,
         module_count=module_count, module_reason=module_reason, scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
@@ -329,12 +340,18 @@ def _atoms(cat, norm: str) -> list[Choice]:
 
 def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
     primary, outputs = io_tensors(spec)
+    if spec.layout == "TND":  # q, k, v, the cumulative actual_seq_q / actual_seq_kv, topk_indices [T_q, topk]
+        return (primary, outputs, *_module(spec, primary, outputs, golden_module_count))
     # SK-02 reads the per-batch KV length as kv_act_seqs (cur_seq and its pypto.cond) whether seq_kv is
     # varlen or not: it replaces io_tensors' actual_seq_kv, and io_tensors already lists topk_indices
     primary = [t for t in primary if t.name != "actual_seq_kv"]
     if not any(t.name == "topk_indices" for t in primary):
         primary.append(TensorSpec(name="topk_indices", shape=["batch", "seq_q", "topk"], dtype="int32"))
     primary.append(TensorSpec(name="kv_act_seqs", shape=["batch"], dtype="int32"))
+    return (primary, outputs, *_module(spec, primary, outputs, golden_module_count))
+
+
+def _module(spec: Spec, primary: list[TensorSpec], outputs: list[TensorSpec], golden_module_count):
     out = outputs[0]
     module = Module(
         id=1, name=f"{spec.op_name}_sk02",
@@ -348,7 +365,7 @@ def _interfaces(spec: Spec, golden_module_count: tuple[int, str] | None):
     else:
         count, reason = 1, ("no golden given; SK-02 runs gather, C1, V1 and C2 once per root with no state to hand "
                             "between modules, so one module")
-    return primary, outputs, count, reason, [module]
+    return count, reason, [module]
 
 
 def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: DeviceProfile) -> list[str]:
@@ -366,8 +383,13 @@ def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: Device
     out.append("SK-02-R4 keeps C1, V1 and C2 in one sg_set_scope(2) while AT-21 reports F41007 for a cube and a vector op "
                "in one scope: if the target release rejects it, narrow scope 2 to the V1 chain.")
     out.append("index contract: slots past cur_seq are never used as keys (clamped to 0, outside valid_shape), so -1 there "
-               "is a convention; every slot before cur_seq must be a valid position < kv_act_seqs[b]. An indexer that "
-               "fills fewer slots than cur_seq breaks the kernel (the scaffold's golden follows the indices).")
+               "is a convention; every slot before cur_seq must be a valid position < "
+               + ("the token's own batch KV length (positions relative to kv_start = actual_seq_kv[b-1], not packed rows)"
+                  if spec.layout == "TND" else "kv_act_seqs[b]")
+               + ". An indexer that fills fewer slots than cur_seq breaks the kernel (the scaffold's golden follows the indices).")
+    if spec.layout == "TND":
+        out.append("packed layout: actual_seq_q / actual_seq_kv must be non-decreasing cumulative end offsets with the last "
+                   "equal to T_q / T_kv; a per-batch length given there instead reads the wrong rows.")
     out.append(f"expression expansion: whole traced body {exp.body_total} against {exp.limit} (C-TILE-04 estimate on the "
                f"whole body, largest op {exp.max_per_op}; confirm with the real compile).")
     return out

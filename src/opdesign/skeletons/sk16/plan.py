@@ -33,13 +33,14 @@ from opdesign.plan.fields import check_supported, spec_echo
 from opdesign.plan.interfaces import NP_DTYPE
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk16.budget import budgets, expansion
+from opdesign.skeletons.sk16.packed import check_varlen, host_tensors_entry, length_inputs, packed_shapes
 from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.plan.models import (
     Budget, Choice, ConfigEntry, Decision, FormCheck, LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
 )  # fmt: skip
 from opdesign.spec import Spec
 
-SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND")}
+SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND", "TND")}
 ATOMS = (
     ("AT-12", "C1: S = Q K^T (scale applied in V1 as a compile-time float, SK-16-R6); dP = dO V^T has the same shape"),
     ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape, no where masks (SK-16-R5)"),
@@ -81,6 +82,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
     work = mm_per_pair * tile * s.seq_kv * s.head_dim
     pair_basis = (f"q_tiles {q_tiles} x kv_tiles {kv_tiles}" if spec.mask == "none"
                   else f"sum(visible kv blocks per q block {pairs})")
+    packed = "; TND: at most, seq_q / seq_kv are per-batch maxima (SK-16-R10)" if spec.layout == "TND" else ""
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, Q_TILE {tile})", source="SK-16 loop nest (s1)"),
         Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, KV_TILE {tile})", source="SK-16 loop nest (s2)"),
@@ -89,10 +91,10 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
                  basis="single pass evaluates Q K^T once per (s1, s2) pair" if passes == 1
                  else "pass 1 (dQ) and pass 2 (dK, dV) each evaluate Q K^T; l/m are inputs, so no statistics pass",
                  source="SK-16-R1, card two_pass_qk_per_block"),
-        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}",
+        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}{packed}",
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count,
-                 basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}",
+                 basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}{packed}",
                  source="SK-16 task count, backward decision table"),
         Decision(name="work_per_root_macs", value=work,
                  basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim}",
@@ -139,10 +141,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
 
 def _check_supported(spec: Spec) -> None:
     check_supported(spec, SUPPORTED, "SK-16 backward")
-    for i, axis in enumerate(spec.dynamic_axes):
-        if not axis.uniform:
-            raise SpecError(f"dynamic_axes.{i}.uniform: varlen backward (cumulative actual_q / actual_kv, SK-16-R10) "
-                            "is not planned by this version")
+    check_varlen(spec)
 
 
 def skeleton_checks(spec: Spec, sk16: Card) -> list[FormCheck]:
@@ -253,6 +252,10 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
                 source += ", one A3 measurement"
             config[group][name] = value
             entries.append(ConfigEntry(key=rec.key, value=value, status=rec.status, purpose=purpose, source=source))
+        elif rec.key == "runtime_options.ready_on_host_tensors" and spec.layout == "TND":
+            entry = host_tensors_entry(spec, rec.purpose)
+            config[group][name] = entry.value
+            entries.append(entry)
     return config, entries
 
 
@@ -263,11 +266,14 @@ def _layout(spec: Spec, heads: str, seq: str, last: str = "head_dim") -> list[st
 def _interfaces(spec: Spec, passes: int) -> tuple[list[TensorSpec], list[TensorSpec], list[Module]]:
     """Inputs q, k, v, o, do, l, m (golden order); outputs dq, dk, dv in FP32 (atomic_add accumulation, C-API-05)."""
     dt = NP_DTYPE[spec.dtype]
-    qs, kvs = _layout(spec, "num_heads", "seq_q"), _layout(spec, "num_kv_heads", "seq_kv")
-    stats = _layout(spec, "num_heads", "seq_q", "1")
+    if spec.layout == "TND":
+        qs, kvs, stats = packed_shapes(spec)
+    else:
+        qs, kvs = _layout(spec, "num_heads", "seq_q"), _layout(spec, "num_kv_heads", "seq_kv")
+        stats = _layout(spec, "num_heads", "seq_q", "1")
     inputs = [TensorSpec(name=n, shape=sh, dtype=t) for n, sh, t in (
         ("q", qs, dt), ("k", kvs, dt), ("v", kvs, dt), ("o", qs, dt), ("do", qs, dt),
-        ("l", stats, "float32"), ("m", stats, "float32"))]
+        ("l", stats, "float32"), ("m", stats, "float32"))] + (length_inputs(spec) if spec.layout == "TND" else [])
     outputs = [TensorSpec(name=n, shape=sh, dtype="float32") for n, sh in (("dq", qs), ("dk", kvs), ("dv", kvs))]
     module = Module(
         id=1, name=f"{spec.op_name}_sk16",
@@ -282,6 +288,7 @@ def _interfaces(spec: Spec, passes: int) -> tuple[list[TensorSpec], list[TensorS
 
 def _loops(spec: Spec, passes: int) -> list[LoopRow]:
     g = spec.shape.num_heads // spec.shape.num_kv_heads
+    q_len, kv_len = ("q_len", "kv_len") if spec.layout == "TND" else ("seq_q", "seq_kv")
     one = [
         LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
         LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",
@@ -292,15 +299,19 @@ def _loops(spec: Spec, passes: int) -> list[LoopRow]:
             "" if spec.mask == "none" else ", capped at the last visible block (causal)"), step="KV_TILE columns",
                 dependence="none carried: dQ, dK, dV go to GM by atomic_add (SK-16-R4)"),
     ]
+    if spec.layout == "TND":  # SK-16-R10: per-batch offsets and lengths from the cumulative offsets
+        one[0] = one[0].model_copy(update={"dependence": "independent; rows [cum[b-1], cum[b]) of actual_seq_q / "
+                                                         "actual_seq_kv (cum[-1] = 0) give q_len, kv_len"})
+        one = [r.model_copy(update={"bound": r.bound.replace("seq_q", "q_len").replace("seq_kv", "kv_len")}) for r in one]
     if passes == 1:
         return one
     one[3] = one[3].model_copy(update={"name": "kv_idx (pass 1)", "dependence": "carries dq_acc (UB accumulator)"})
     one[2] = one[2].model_copy(update={"name": "q_idx (pass 1)"})
     return one + [
         LoopRow(name="kvh_idx (pass 2)", loop_kind="pypto.loop", bound="num_kv_heads", step="1", dependence="independent"),
-        LoopRow(name="kv_idx (pass 2)", loop_kind="pypto.loop", bound="ceildiv(seq_kv, KV_TILE)", step="KV_TILE rows",
+        LoopRow(name="kv_idx (pass 2)", loop_kind="pypto.loop", bound=f"ceildiv({kv_len}, KV_TILE)", step="KV_TILE rows",
                 dependence="independent (owns its dK/dV rows)"),
-        LoopRow(name="gq_idx (pass 2)", loop_kind="pypto.loop", bound=f"{g} x ceildiv(seq_q, Q_TILE)", step="one (head, Q tile)",
+        LoopRow(name="gq_idx (pass 2)", loop_kind="pypto.loop", bound=f"{g} x ceildiv({q_len}, Q_TILE)", step="one (head, Q tile)",
                 dependence="carries dk_acc, dv_acc (UB accumulators)"),
     ]
 
