@@ -34,7 +34,7 @@ VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=12)
 #: ``origin: field.path: message`` or ``origin: line N: invalid YAML: message``.
-NAMED = re.compile(r"^\S+: (line \d+: invalid YAML: |(<root>|[\w.]+): )")
+NAMED = re.compile(r'^\S+: (line \d+: invalid YAML: |(<root>|(?:[\w.]|\["(?:[^"\\]|\\.)*"\])+): )')
 
 
 @cache

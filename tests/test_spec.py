@@ -41,6 +41,8 @@ BAD = [
     (("op_name",), "class", "op_name: 'class' is not a Python identifier"),
     (("colour",), "red", "colour: unknown key"),
     (("shape", "colour"), 1, "shape.colour: unknown key"),
+    (("shape", ":"), 1, 'shape[":"]: unknown key'),  # a key that is not a name is quoted, not run into the path
+    (("shape", ""), 1, 'shape[""]: unknown key'),
     (("typical_configs", 0, "shape"), {"head_dim": 40}, "typical_configs.0.shape.head_dim: head_dim 40 is not a multiple of 16"),
     (("typical_configs", 0, "shape"), {"seq_q": 5000}, "typical_configs.0.shape.seq_q: 5000 is outside dynamic_axes.0.range [1, 4096]"),
     (("shape", "seq_kv"), 8000, "shape.seq_kv: 8000 is outside dynamic_axes.1.range [1, 4096]"),

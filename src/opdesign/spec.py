@@ -16,6 +16,7 @@ Cross-field rules and their sources:
 
 from __future__ import annotations
 
+import json
 import keyword
 from pathlib import Path
 from typing import Annotated, Literal
@@ -311,10 +312,23 @@ NO_DYNAMIC_AXIS = ("the CANNBot contract needs at least one real dynamic axis (a
                    "(the range must hold shape.batch)")
 
 
+def _loc_text(loc: tuple) -> str:
+    """A field path as ``a.b.0.c``; a key that is not letters, digits and ``_`` (``":"``, ``""``, ``"a b"``)
+    is quoted as ``["..."]`` so the path stays readable and unambiguous."""
+    out = ""
+    for part in loc:
+        text = str(part)
+        if text and all(c.isascii() and (c.isalnum() or c == "_") for c in text):
+            out += f".{text}" if out else text
+        else:
+            out += "[" + json.dumps(text, ensure_ascii=True) + "]"
+    return out
+
+
 def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
+        loc = _loc_text(e["loc"])
         ctx_err = (e.get("ctx") or {}).get("error")
         if isinstance(ctx_err, _FieldError):
             loc = ".".join(p for p in (loc, ctx_err.path) if p)
@@ -344,7 +358,7 @@ def parse_spec(data: object, origin: str = "<spec>") -> Spec:
 
 
 def _error_details(err: ValidationError) -> list[dict[str, str]]:
-    return [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"]} for e in err.errors()]
+    return [{"loc": _loc_text(e["loc"]), "msg": e["msg"]} for e in err.errors()]
 
 
 def load_spec(path: str | Path) -> Spec:
