@@ -192,14 +192,15 @@ def _split_ends(mid: np.ndarray | tuple[int, int], period: int, cores: int, repe
     bisection is a division, no array of the pattern)."""
     n, last = (mid[1], mid[0] * (2 * mid[1] - 1)) if isinstance(mid, tuple) else (len(mid), int(mid[-1]))
     bound = np.arange(1, cores, dtype=np.int64) * (2 * repeats * period)
-    full = np.clip(-(-(bound - last * cores) // (2 * period * cores)), 0, repeats)
+    # np.minimum(np.maximum(...)) is np.clip on ints without its per-call overhead (one split per head group)
+    full = np.minimum(np.maximum(-(-(bound - last * cores) // (2 * period * cores)), 0), repeats)
     under = -(-(bound - 2 * full * period * cores) // cores)  # midpoints below this in the partial copy
     if isinstance(mid, tuple):  # k (2 i + 1) < under  <=>  i < (under - k) / 2k
-        part = np.clip(-((mid[0] - under) // (2 * mid[0])), 0, n)
+        part = np.minimum(np.maximum(-((mid[0] - under) // (2 * mid[0])), 0), n)
     else:
         part = np.searchsorted(mid, under, side="left")
     ends = full * n + np.where(full == repeats, 0, part)
-    return np.append(ends, repeats * n)
+    return np.concatenate((ends, np.array([repeats * n], dtype=np.int64)))
 
 
 def _prefix_before(k: int, prefix: np.ndarray) -> int:
@@ -253,7 +254,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                     else:
                         copies, rest = np.divmod(ends, n)
                         at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * g
-                    loads = np.diff(at, prepend=0).astype(np.float64)
+                    loads = (at - np.concatenate((np.zeros(1, dtype=at.dtype), at[:-1]))).astype(np.float64)
                     busy = int(np.argmax(loads))
                     splits[g] = (float(loads.max()), int(np.count_nonzero(loads)), float(loads.sum()),
                                  int(ends[busy - 1]) if busy else 0, int(ends[busy]))
