@@ -59,6 +59,12 @@ def _server_pid() -> int:
     raise RuntimeError("the opdesign mcp server process was not found")
 
 
+def _server_package(pid: int) -> str:
+    """The PYTHONPATH the server runs with (which opdesign tree is measured)."""
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return next((e.decode().split("=", 1)[1] for e in env if e.startswith(b"PYTHONPATH=")), "(installed package)")
+
+
 def _prepare_root(root: Path) -> None:
     """A tool root with the example SPECs, the test goldens and one generated operator folder."""
     shutil.copytree(REPO / "examples" / "specs", root / "specs")
@@ -74,11 +80,17 @@ async def _bench(root: Path, calls: int) -> dict:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)])
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()  # the SDK passes on only a few variables: keep PYTHONPATH (the tree measured)
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "opdesign", "mcp", "--root", str(root)], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         await session.list_tools()
         pid = _server_pid()
+        server_tree = _server_package(pid)
         for name, args in MIX:  # warm-up: imports, catalog and schema caches
             await session.call_tool(name, args)
         rss_start = _rss_kb(pid)
@@ -96,6 +108,8 @@ async def _bench(root: Path, calls: int) -> dict:
     ms = sorted(x * 1000 for x in latencies)
     return {
         "calls": calls,
+        "server_opdesign": server_tree,
+        "load_average_1min": round(os.getloadavg()[0], 2),
         "failures": failures,
         "rss_start_mb": round(rss_start / 1024, 2),
         "rss_end_mb": round(rss_end / 1024, 2),

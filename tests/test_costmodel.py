@@ -160,6 +160,7 @@ def _core_loads_reference(ctx, c):
     ("causal_gqa_tail.yaml", {}), ("causal_gqa_tail.yaml", {"seq_q": 300, "seq_kv": 700}),
     ("causal_gqa_tail.yaml", {"seq_q": 700, "seq_kv": 300}), ("sliding_window_512.yaml", {}),
     ("causal_gqa_fai.yaml", {}), ("dense_fa_8192.yaml", {"seq_q": 1000, "seq_kv": 3000}),
+    ("dense_fa_8192.yaml", {}), ("dense_fa_8192.yaml", {"seq_q": 4096, "seq_kv": 777, "batch": 3}),
 ])
 def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> None:
     from opdesign.costmodel.stages import core_loads

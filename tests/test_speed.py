@@ -108,3 +108,11 @@ def _outcome(fn, text):
 ])
 def test_spec_yaml_loader_matches_safe_load(text) -> None:
     assert _outcome(safe_load, text) == _outcome(yaml.safe_load, text)
+
+
+def test_the_release_a_plan_names_is_the_manifest_release_read_from_its_release_line() -> None:
+    from opdesign.catalog.pypto_api import api_release, load_api_surface
+    from opdesign.pipeline import plan_from_spec_file
+
+    assert api_release() == load_api_surface().release == "0.2.0"
+    assert plan_from_spec_file(EXAMPLES / "dense_fa_8192.yaml").pypto_release == "0.2.0"

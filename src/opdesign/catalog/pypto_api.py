@@ -55,3 +55,15 @@ def load_api_surface() -> ApiSurface:
                       method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]),
                       runtime_limits=notes.get("runtime_limits", {}),
                       reexported_at_top=frozenset(notes.get("reexported_at_top", [])))
+
+
+@cache
+def api_release() -> str:
+    """``load_api_surface().release`` without loading the manifest: its top-level ``release:`` line
+    (the generator writes it on one line); the whole manifest when that line is not there."""
+    with (data_dir("constraints") / "pypto_api.yaml").open(encoding="utf-8") as fh:
+        line = next((raw for raw in fh if raw.startswith("release:")), None)
+    value = yaml.load(line, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if line else None  # noqa: S506
+    if not isinstance(value, dict) or set(value) != {"release"} or value["release"] is None:
+        return load_api_surface().release
+    return str(value["release"])

@@ -183,16 +183,24 @@ def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inv.reshape(-1)
 
 
-def _split_ends(mid: np.ndarray, period: int, cores: int, repeats: int) -> np.ndarray:
+def _split_ends(mid: np.ndarray | tuple[int, int], period: int, cores: int, repeats: int) -> np.ndarray:
     """Blocks on cores ``0..c`` for each core ``c`` of the contiguous greedy split of a pattern with
     doubled midpoints ``mid`` and total ``period``, repeated ``repeats`` times: the closed form of
-    :func:`opdesign.plan.blocks.greedy_balance` (one division and one bisection per core)."""
-    n = len(mid)
+    :func:`opdesign.plan.blocks.greedy_balance` (one division and one bisection per core).
+
+    ``mid`` is ``(k, n)`` for ``n`` blocks of ``k`` KV steps each (midpoints ``k (2 i + 1)``: the
+    bisection is a division, no array of the pattern)."""
+    n, last = (mid[1], mid[0] * (2 * mid[1] - 1)) if isinstance(mid, tuple) else (len(mid), int(mid[-1]))
     bound = np.arange(1, cores, dtype=np.int64) * (2 * repeats * period)
-    full = np.clip(-(-(bound - int(mid[-1]) * cores) // (2 * period * cores)), 0, repeats)
-    part = np.searchsorted(mid, -(-(bound - 2 * full * period * cores) // cores), side="left")
+    # np.minimum(np.maximum(...)) is np.clip on ints without its per-call overhead (one split per head group)
+    full = np.minimum(np.maximum(-(-(bound - last * cores) // (2 * period * cores)), 0), repeats)
+    under = -(-(bound - 2 * full * period * cores) // cores)  # midpoints below this in the partial copy
+    if isinstance(mid, tuple):  # k (2 i + 1) < under  <=>  i < (under - k) / 2k
+        part = np.minimum(np.maximum(-((mid[0] - under) // (2 * mid[0])), 0), n)
+    else:
+        part = np.searchsorted(mid, under, side="left")
     ends = full * n + np.where(full == repeats, 0, part)
-    return np.append(ends, repeats * n)
+    return np.concatenate((ends, np.array([repeats * n], dtype=np.int64)))
 
 
 def _prefix_before(k: int, prefix: np.ndarray) -> int:
@@ -223,10 +231,15 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     table = np.zeros((len(first), 6))
     for (q, kv), rows in by_pair.items():
         ks = valid_blocks(ctx, q, kv)
-        prefix = np.cumsum(ks)  # inclusive running sums
-        period = int(prefix[-1])
+        k0, n = int(ks[0]), len(ks)
+        uniform = bool((ks == k0).all())  # every q block visits k0 KV blocks (no mask): closed forms, no running sums
+        if uniform:
+            prefix, period, mid = None, k0 * n, (k0, n)
+        else:
+            prefix = np.cumsum(ks)  # inclusive running sums
+            period = int(prefix[-1])
+            mid = 2 * prefix - ks  # doubled midpoint of each q block in the first copy (weights scale with g alike)
         static = max(int(ks.max()), 1) <= ctx.static_range
-        mid = 2 * prefix - ks  # doubled midpoint of each q block in the first copy (weights scale with g alike)
         splits: dict[int, tuple | None] = {}
         body_prefix: dict[int, np.ndarray] = {}  # dispatched bodies per unit, running sums, per unroll factor
         for i, g, u in rows:
@@ -236,21 +249,28 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                     splits[g] = None
                 else:
                     ends = _split_ends(mid, period, cores, repeats)
-                    copies, rest = np.divmod(ends, len(ks))
-                    at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * g
-                    loads = np.diff(at, prepend=0).astype(np.float64)
+                    if uniform:
+                        at = ends * (k0 * g)
+                    else:
+                        copies, rest = np.divmod(ends, n)
+                        at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * g
+                    loads = (at - np.concatenate((np.zeros(1, dtype=at.dtype), at[:-1]))).astype(np.float64)
                     busy = int(np.argmax(loads))
                     splits[g] = (float(loads.max()), int(np.count_nonzero(loads)), float(loads.sum()),
                                  int(ends[busy - 1]) if busy else 0, int(ends[busy]))
             if splits[g] is None:
                 continue  # no valid block: every figure 0
             tasks, busy_cores, total, start, end = splits[g]
+            units = end - start
+            if uniform:  # the same bodies per unit: (1 if a block, else k0 or ceil(k0 / u)) per unit
+                bodies = units * (min(k0, 1) if static else -(-k0 // u))
+                table[i] = (tasks, units, units * g, bodies, busy_cores, total)
+                continue
             per_body = 0 if static else u  # static: one body per unit that has a block
             if per_body not in body_prefix:
                 body_prefix[per_body] = (np.cumsum(ks > 0) if static else prefix if u == 1
                                          else np.cumsum(-(-ks // u)))
             bodies = _prefix_before(end, body_prefix[per_body]) - _prefix_before(start, body_prefix[per_body])
-            units = end - start
             table[i] = (tasks, units, units * g, bodies, busy_cores, total)
     out = table[inv]
     return {name: out[:, j] for j, name in enumerate(("tasks", "units", "roots", "bodies", "cores_busy", "task_count"))}

@@ -25,19 +25,18 @@ def kv_block_ranges(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: in
     """
     offset = seq_kv - seq_q
     kv_tiles = ceil(seq_kv / kv_tile)
+    if mask not in ("causal", "sliding_window"):
+        return [(0, kv_tiles)] * ceil(seq_q / q_tile)  # every q block visits every KV tile
     out = []
     for i in range(ceil(seq_q / q_tile)):
         first_row, last_row = i * q_tile, min((i + 1) * q_tile, seq_q) - 1
-        if mask in ("causal", "sliding_window"):
-            hi = min(seq_kv, last_row + offset + 1)  # exclusive column bound
-            lo = 0 if mask == "causal" else max(0, first_row + offset - window + 1)
-            if hi <= lo:
-                out.append((0, 0))
-                continue
-            first = lo // kv_tile
-            out.append((first, ceil(hi / kv_tile) - first))
-        else:
-            out.append((0, kv_tiles))
+        hi = min(seq_kv, last_row + offset + 1)  # exclusive column bound
+        lo = 0 if mask == "causal" else max(0, first_row + offset - window + 1)
+        if hi <= lo:
+            out.append((0, 0))
+            continue
+        first = lo // kv_tile
+        out.append((first, ceil(hi / kv_tile) - first))
     return out
 
 

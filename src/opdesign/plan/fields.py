@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from opdesign.errors import SpecError
-from opdesign.catalog.pypto_api import load_api_surface
+from opdesign.catalog.pypto_api import api_release
 from opdesign.spec import Spec
 
 
@@ -24,7 +24,7 @@ def spec_echo(spec: Spec) -> dict[str, Any]:
     """The SPEC's typical configs (full shapes) and dynamic axes as Plan fields, for every skeleton,
     and the PyPTO release the generated kernel is written for."""
     return {
-        "pypto_release": load_api_surface().release,
+        "pypto_release": api_release(),
         "typical_configs": [
             {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
              "shape": spec.config_shape(c).model_dump(exclude_none=True)}

@@ -15,10 +15,9 @@ import string
 from functools import cache
 from typing import Any
 
-import yaml
-
 from opdesign.paths import data_dir
 from opdesign.plan.models import Phrase
+from opdesign.yamlload import safe_load
 
 #: The serialisation context that turns every phrase of a dumped model into its sentence.
 SAY: dict[str, Any]
@@ -29,7 +28,7 @@ def phrase_table() -> dict[str, str]:
     """Every phrase key of ``templates/*/phrases.yaml`` and its pattern (ValueError on a repeated key)."""
     table: dict[str, str] = {}
     for path in sorted(data_dir("templates").glob("*/phrases.yaml")):
-        for key, pattern in yaml.safe_load(path.read_text(encoding="utf-8")).items():
+        for key, pattern in safe_load(path.read_text(encoding="utf-8")).items():  # libyaml, same data
             if key in table:
                 raise ValueError(f"phrase {key} is defined twice ({path.parent.name})")
             table[key] = pattern

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from opdesign.validate import yamlsafe
+from opdesign.validate import memo, yamlsafe
 from opdesign.validate.document import parse
 from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
@@ -146,7 +146,18 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
 
 
 def _run_kernel(text: str, name: str) -> list[Finding]:
-    """Findings of a kernel ``.py`` (:mod:`opdesign.validate.kernel_source`): the rules with ``on_kernel``."""
+    """Findings of a kernel ``.py`` (:mod:`opdesign.validate.kernel_source`): the rules with ``on_kernel``
+    (once per text in a process, :mod:`opdesign.validate.memo`)."""
+    return memo.findings(("kernel", _rules_token(), text), {memo.KERNEL: name},
+                         lambda: _lint_kernel(text, memo.KERNEL))
+
+
+def _rules_token() -> str:
+    """The rule objects in force (a rule replaced, e.g. by a test, is another memo key)."""
+    return " ".join(map(str, map(id, all_rules().values())))
+
+
+def _lint_kernel(text: str, name: str) -> list[Finding]:
     try:
         source = read_kernel(text)
     except Exception as err:  # noqa: BLE001 - never a traceback
@@ -160,6 +171,21 @@ def _run_kernel(text: str, name: str) -> list[Finding]:
         if rule.on_kernel and (source.program is not None or rule.id == SYNTAX_RULE):
             findings += _check(rule, ctx, name, name)
     return list(dict.fromkeys(findings))
+
+
+IfaceInput = tuple[str, str | None] | tuple[None, str, str, int]
+
+
+def _run_memo(text: str, design: str, iface_name: str, iface: IfaceInput) -> list[Finding]:
+    """:func:`_run` once per (text, interface input) in a process (:mod:`opdesign.validate.memo`).
+
+    ``iface``: ``(state, text)`` of an interface text to load (text None: none given), or the
+    ``(None, state, problem, line)`` of one that could not be read."""
+    key = ("design", _rules_token(), text, *("\x00none" if part is None else str(part) for part in iface),
+           str(len(iface)))
+    names = {memo.DESIGN: design, memo.INTERFACES: iface_name}
+    loaded = (lambda: _interfaces(iface[1], iface[0])) if len(iface) == 2 else (lambda: iface)
+    return memo.findings(key, names, lambda: _run(text, memo.DESIGN, memo.INTERFACES, loaded()))
 
 
 def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
@@ -248,8 +274,7 @@ def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | Non
         _check_text(text)
     except Unusable as err:
         return Report.build([name], [_unusable(name, str(err))])
-    iface = _interfaces(interfaces_text, "not_given")
-    return Report.build([name], _run(text, name, iface_name, iface))
+    return Report.build([name], _run_memo(text, name, iface_name, ("not_given", interfaces_text)))
 
 
 def _read(path: Path) -> str:
@@ -298,16 +323,17 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
         text = decode(data)
     except Unusable as err:
         return Report.build(names, [_unusable(name, str(err))] + extra)
+    loaded: IfaceInput
     if iface is None:
         loaded = (None, "missing", f"{iface_name} not found", 1)
     else:
         try:
             if isinstance(iface, Unusable):
                 raise iface
-            loaded = _interfaces(decode(iface), "ok")
+            loaded = ("ok", decode(iface))
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    return Report.build(names, _run(text, name, iface_name, loaded) + extra)
+    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra)
 
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
@@ -349,14 +375,15 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
                                        "then validate that folder")] + extra
     iface_path = path.parent.joinpath(*INTERFACES_PATH)
     iface_name = str(iface_path)
+    iface: IfaceInput
     if not iface_path.is_file():
         iface = (None, "missing", f"{iface_name} not found", 1)
     else:
         try:
-            iface = _interfaces(_read(iface_path), "ok")
+            iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run(text, name, iface_name, iface) + extra
+    return files, _run_memo(text, name, iface_name, iface) + extra
 
 
 def _is_spec(path: Path, text: str) -> bool:
