@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-
-from pydantic import BaseModel
+from dataclasses import dataclass
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -31,8 +30,10 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 
-class GoldenSignals(BaseModel):
-    """Lexical signals of one golden function (CANNBot estimator key names)."""
+@dataclass
+class Signals:
+    """Lexical signals of one golden function (CANNBot estimator key names; the fields of
+    :class:`opdesign.golden.models.GoldenSignals`)."""
 
     statements: int
     loops: int
@@ -89,7 +90,7 @@ def _walk(node: ast.AST, skip: Callable[[ast.AST], bool]) -> Iterator[ast.AST]:
         stack.extend(child for child in reversed(list(ast.iter_child_nodes(current))) if not skip(child))
 
 
-def count_signals(function: FunctionNode) -> GoldenSignals:
+def count_signals(function: FunctionNode) -> Signals:
     """CANNBot estimator signals of ``function``'s own body (anchors.md, decomposition estimator)."""
     statements = loops = matmul = einsum = reduction = 0
     for node in _walk(function, lambda child: isinstance(child, _SCOPES) or is_bare_string(child)):
@@ -104,7 +105,7 @@ def count_signals(function: FunctionNode) -> GoldenSignals:
             einsum += 1
         elif name in REDUCTION_NAMES:
             reduction += 1
-    return GoldenSignals(
+    return Signals(
         statements=statements,
         loops=loops,
         matmul_calls=matmul,
