@@ -83,11 +83,23 @@ def _walk(node: ast.AST, skip: Callable[[ast.AST], bool]) -> Iterator[ast.AST]:
 
     Iterative, so a long expression chain cannot exhaust Python's recursion limit.
     """
-    stack = [child for child in reversed(list(ast.iter_child_nodes(node))) if not skip(child)]
+    stack = [child for child in reversed(_children(node)) if not skip(child)]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(child for child in reversed(list(ast.iter_child_nodes(current))) if not skip(child))
+        stack.extend(child for child in reversed(_children(current)) if not skip(child))
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generator per field (the estimator's hot loop)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
 
 
 def count_signals(function: FunctionNode) -> Signals:
