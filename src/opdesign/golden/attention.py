@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from opdesign.golden.names import STATS_INPUT
 from opdesign.golden.syntax import FunctionNode, call_name, is_matmul, walk_local
@@ -55,8 +55,7 @@ _UPSTREAM_GRAD = re.compile(r"^(dout|d_?o|do_|d_?out(put)?|grad_?o|grad_?out(put
 SK16_MIN_MATMULS = 5  # SK-16 "When": two matmuls in C1, three in C2
 
 
-@dataclass
-class Attention:
+class Attention(NamedTuple):
     """Attention structure of a golden; reported beside, never inside, the parity counts (the fields of
     :class:`opdesign.golden.models.AttentionSignals`)."""
 
@@ -71,8 +70,7 @@ class Attention:
     matmul_count: int
 
 
-@dataclass
-class CarriedState:
+class CarriedState(NamedTuple):
     """Loop-carried state found in the golden: names in role order and the number of loops carrying any."""
 
     names: list[str]
@@ -186,8 +184,7 @@ def _carried_names(loop: ast.For | ast.AsyncFor | ast.While) -> list[str]:
     return carried
 
 
-@dataclass(frozen=True)
-class _Update:
+class _Update(NamedTuple):
     """How a carried name is updated: alias-resolved values, their temporaries, shared unpacking."""
 
     direct: list[ast.expr]

@@ -35,8 +35,7 @@ import json
 import math
 import warnings
 from pathlib import Path
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from opdesign.errors import InputError, NotFoundError, TooLargeError
 from opdesign.golden.syntax import (
@@ -78,8 +77,7 @@ if TYPE_CHECKING:
     from opdesign.golden.models import AttentionSignals, DesignParams, GoldenReport, GoldenSignals
 
 
-@dataclass
-class Params:
+class Params(NamedTuple):
     """Deriver inputs and result (anchors.md, design-parameter deriver); the fields of
     :class:`opdesign.golden.models.DesignParams`."""
 
@@ -98,8 +96,7 @@ class Params:
     path: Literal["L0", "L1"]
 
 
-@dataclass
-class GoldenFacts:
+class GoldenFacts(NamedTuple):
     """Everything the estimator found about one golden function; the fields of
     :class:`opdesign.golden.models.GoldenReport`."""
 
@@ -360,13 +357,18 @@ def estimate_golden(
     from opdesign.golden.models import GoldenReport
 
     facts = analyse_golden(path, function, state_groups, cross_tile_reduce, source=source)
-    return GoldenReport.model_validate(asdict(facts))
+    return GoldenReport.model_validate(_plain(facts))
 
 
 def facts_json(facts: GoldenFacts) -> str:
     """The JSON of ``facts``, byte for byte ``estimate_golden(...).model_dump_json(indent=2)`` (same keys in
     the same order, floats as floats, non-ASCII as is) without building the model."""
-    return json.dumps(asdict(facts), indent=2, ensure_ascii=False, allow_nan=False)
+    return json.dumps(_plain(facts), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    """A record (nested records included) as a dict, in field order."""
+    return {name: _plain(value) if hasattr(value, "_asdict") else value for name, value in record._asdict().items()}
 
 
 _MODELS = ("AttentionSignals", "DesignParams", "GoldenReport", "GoldenSignals")

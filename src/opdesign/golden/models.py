@@ -1,7 +1,7 @@
 """The golden estimate as pydantic models: the public result of :func:`opdesign.golden.estimate_golden`
 and the output schema of the ``estimate_golden`` agent tool.
 
-The estimator computes with the dataclasses of :mod:`.syntax`, :mod:`.attention` and :mod:`.estimate`
+The estimator computes with the records (NamedTuples) of :mod:`.syntax`, :mod:`.attention` and :mod:`.estimate`
 (same fields, same order), so ``opdesign golden`` never loads pydantic; these models are built from
 them only when asked for (``tests/test_golden.py`` checks that both serialise to the same JSON).
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -30,8 +30,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 
-@dataclass
-class Signals:
+class Signals(NamedTuple):
     """Lexical signals of one golden function (CANNBot estimator key names; the fields of
     :class:`opdesign.golden.models.GoldenSignals`)."""
 
