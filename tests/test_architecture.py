@@ -21,13 +21,13 @@ MAX_LINES = 400
 #: Helpers working in parallel own these; they are not part of this layering yet.
 EXCLUDED = ("opdesign.pypto_run",)
 #: Modules that drive every skeleton and must read per-skeleton behaviour from the registry.
-CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.render", "opdesign.agent", "opdesign.validate.engine",
-        "opdesign.validate.collect")
+CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.render", "opdesign.agent",
+        "opdesign.validate.engine", "opdesign.validate.collect")
 #: Lower layers never import higher ones (``opdesign.X`` prefixes).
 LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
          "opdesign.streams")
 HIGHER = ("opdesign.skeletons", "opdesign.costmodel", "opdesign.render", "opdesign.validate", "opdesign.agent",
-          "opdesign.cli", "opdesign.pipeline")
+          "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.pipeline")
 SKELETON_ID = re.compile(r"SK-\d\d")
 
 

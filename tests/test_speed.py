@@ -116,3 +116,30 @@ def test_the_release_a_plan_names_is_the_manifest_release_read_from_its_release_
 
     assert api_release() == load_api_surface().release == "0.2.0"
     assert plan_from_spec_file(EXAMPLES / "dense_fa_8192.yaml").pypto_release == "0.2.0"
+
+
+_BUILT = """
+import contextlib, io, json, sys
+sys.argv = ["opdesign", "validate", sys.argv[1]]
+from opdesign.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exit:
+        code = exit.code
+from opdesign.plan.models import Budget, Plan
+from opdesign.spec import Spec
+from opdesign.validate.model import Report
+print(json.dumps({"code": code, "built": {m.__name__: m.__pydantic_complete__ for m in (Plan, Spec, Budget, Report)}}))
+"""
+
+
+def test_validate_builds_only_the_models_it_reads(tmp_path) -> None:
+    """Plan and Spec are defined on import (the rules import the planner's modules) but never built by
+    `validate`; the budgets it re-derives and its report are."""
+    from opdesign.pipeline import new_design
+
+    new_design(EXAMPLES / "causal_gqa_tail.yaml", str(tmp_path / "d"))
+    out = subprocess.run([sys.executable, "-c", _BUILT, str(tmp_path / "d")], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"code": 0, "built": {"Plan": False, "Spec": False, "Budget": True, "Report": True}}
+

@@ -7,8 +7,6 @@ progress messages. Commands print those through :func:`note`, so the flag is one
 
 from __future__ import annotations
 
-import typer
-
 _STATE = {"quiet": False}
 
 QUIET_HELP = 'only findings, results and errors: no summary, progress or "wrote ..." lines'
@@ -34,6 +32,8 @@ def is_quiet() -> bool:
 
 def quiet_option() -> bool:
     """The ``-q/--quiet`` option (a fresh OptionInfo per command)."""
+    import typer  # here, not at the top: the fast path (opdesign.clifast) reads is_quiet without Typer
+
     return typer.Option(False, "--quiet", "-q", help=QUIET_HELP, callback=set_quiet, metavar=FLAG)
 
 
@@ -60,6 +60,8 @@ def package_version() -> str:
 def print_version(value: bool) -> None:
     """Eager callback of ``--version``: ``opdesign X.Y.Z`` on stdout, exit 0."""
     if value:
+        import typer
+
         typer.echo(f"opdesign {package_version()}")
         raise typer.Exit(0)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from opdesign.errors import InputError, NotFoundError, PathOutsideRootError, TooLargeError, ToolIOError
@@ -95,7 +94,6 @@ def read_regular(path: str | Path, limit: int, fieldname: str | None = None, dir
         os.close(fd)
 
 
-@dataclass
 class Resolved:
     """A path resolved inside a jail. ``stack`` holds open descriptors of the root and each folder down to
     the parent of the last component (the last one is the target itself when ``kind`` is ``dir``).
@@ -104,12 +102,16 @@ class Resolved:
     absent last component, in folder ``stack[-1]``). ``names`` are the components below the root.
     """
 
-    stack: list[int]
-    names: list[str]
-    kind: str
-    fd: int | None = None
-    name: str | None = None
-    created: list[str] = field(default_factory=list)
+    __slots__ = ("stack", "names", "kind", "fd", "name", "created")
+
+    def __init__(self, stack: list[int], names: list[str], kind: str, fd: int | None = None, name: str | None = None,
+                 created: list[str] | None = None) -> None:  # a plain class: the golden read loads no dataclasses
+        self.stack = stack
+        self.names = names
+        self.kind = kind
+        self.fd = fd
+        self.name = name
+        self.created = [] if created is None else created
 
     @property
     def rel(self) -> str:

@@ -35,7 +35,8 @@ DEFAULT_TOLERANCE = {"bf16": (2e-2, 2e-2), "fp16": (5e-3, 5e-3), "fp32": (1e-4, 
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: schemas are built on first use, so `opdesign validate` builds only the models it reads
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 ShapeInt = Annotated[int, Field(strict=True, ge=1, le=1 << 31)]

@@ -37,7 +37,8 @@ ALIGN_KEYS = ("ub", "l1", "l0a", "l0b", "l0c", "gm_burst")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # defer_build: schemas are built on first use, so `opdesign validate` builds only the models it reads
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def _param(owner: Card | Constraint, name: str) -> Any:

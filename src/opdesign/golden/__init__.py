@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GoldenReport", "estimate_golden"]
+__all__ = ["GoldenReport", "analyse_golden", "estimate_golden"]
 
 
 def __getattr__(name: str) -> Any:
-    """``GoldenReport`` and ``estimate_golden`` load :mod:`.estimate` (and its models) on first use, so
-    importing :mod:`.names` (the SK-16 rules do) builds no model."""
+    """``GoldenReport``, ``analyse_golden`` and ``estimate_golden`` load :mod:`.estimate` on first use (and
+    the pydantic models of :mod:`.models` only for ``GoldenReport`` / ``estimate_golden``), so importing
+    :mod:`.names` (the SK-16 rules do) runs no estimator code."""
     if name in __all__:
         from opdesign.golden import estimate
 

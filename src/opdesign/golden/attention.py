@@ -29,9 +29,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-
-from pydantic import BaseModel, Field
+from typing import NamedTuple
 
 from opdesign.golden.names import STATS_INPUT
 from opdesign.golden.syntax import FunctionNode, call_name, is_matmul, walk_local
@@ -57,21 +55,22 @@ _UPSTREAM_GRAD = re.compile(r"^(dout|d_?o|do_|d_?out(put)?|grad_?o|grad_?out(put
 SK16_MIN_MATMULS = 5  # SK-16 "When": two matmuls in C1, three in C2
 
 
-class AttentionSignals(BaseModel):
-    """Attention structure of a golden; reported beside, never inside, the parity counts."""
+class Attention(NamedTuple):
+    """Attention structure of a golden; reported beside, never inside, the parity counts (the fields of
+    :class:`opdesign.golden.models.AttentionSignals`)."""
 
-    online_softmax_state: bool = Field(description="one loop carries a running max and sum and computes exp (AT-01)")
-    state_names: list[str] = Field(description="loop-carried tensor state; running max / sum / weighted sum first")
-    state_roles: dict[str, str] = Field(description="state name -> max | sum | weighted_sum | other")
-    softmax_chain: bool = Field(description="softmax call, or max + exp(x - ...) + sum (AT-02 chain)")
-    backward: bool = Field(description="gradient outputs (dq/dk/dv) or an upstream-gradient input")
-    stats_inputs: list[str] = Field(description="backward only: forward softmax statistics parameters (l/m/lse)")
+    online_softmax_state: bool
+    state_names: list[str]
+    state_roles: dict[str, str]
+    softmax_chain: bool
+    backward: bool
+    stats_inputs: list[str]
     grad_outputs: list[str]
-    sk16_applicable: bool = Field(description="backward, stats inputs and matmul_count >= 5 (SK-16 'When')")
+    sk16_applicable: bool
     matmul_count: int
 
 
-class CarriedState(BaseModel):
+class CarriedState(NamedTuple):
     """Loop-carried state found in the golden: names in role order and the number of loops carrying any."""
 
     names: list[str]
@@ -185,8 +184,7 @@ def _carried_names(loop: ast.For | ast.AsyncFor | ast.While) -> list[str]:
     return carried
 
 
-@dataclass(frozen=True)
-class _Update:
+class _Update(NamedTuple):
     """How a carried name is updated: alias-resolved values, their temporaries, shared unpacking."""
 
     direct: list[ast.expr]
@@ -359,13 +357,13 @@ def _parameters(function: FunctionNode) -> list[str]:
 
 
 def detect_attention(function: FunctionNode, scope: list[FunctionNode], state: CarriedState,
-                     matmul_count: int) -> AttentionSignals:
+                     matmul_count: int) -> Attention:
     """Attention signals of ``function``; ``scope`` adds the helpers it calls, ``state`` its carried state."""
     params = _parameters(function)
     grad_outputs = [n for n in _returned_names(function) if _GRAD_OUTPUT.match(n.lower())]
     backward = bool(grad_outputs) or any(_UPSTREAM_GRAD.match(p.lower()) for p in params)
     stats_inputs = [p for p in params if STATS_INPUT.match(p.lower())] if backward else []
-    return AttentionSignals(
+    return Attention(
         online_softmax_state=state.online_softmax,
         state_names=state.names,
         state_roles=state.roles,

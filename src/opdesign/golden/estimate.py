@@ -4,9 +4,9 @@ The golden file is parsed with :mod:`ast` and never imported or executed (a
 golden that raises at import time is estimated like any other). Three layers,
 each reported on its own so that none silently changes another:
 
-1. **Parity signals** (:class:`GoldenSignals`, ``suggested_module_count``): the
+1. **Parity signals** (:class:`Signals`, ``suggested_module_count``): the
    CANNBot ``estimate_decomposition.py`` counts and formula, same key names.
-2. **Design parameters** (:class:`DesignParams`): the CANNBot
+2. **Design parameters** (:class:`Params`): the CANNBot
    ``derive_design_params.py`` formula over effective lines, matmuls, state
    groups ``S`` and cross-tile reductions, with the structural cap and the
    L0/L1 path. ``S`` and the cross-tile count come from the options when given,
@@ -31,17 +31,16 @@ each reported on its own so that none silently changes another:
 from __future__ import annotations
 
 import ast
+import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from opdesign.errors import InputError, NotFoundError, TooLargeError
 from opdesign.golden.syntax import (
     FunctionNode,
-    GoldenSignals,
+    Signals,
     count_matmuls,
     count_signals,
     effective_lines,
@@ -50,14 +49,14 @@ from opdesign.golden.syntax import (
 )
 from opdesign.golden.attention import (
     SK16_MIN_MATMULS,
-    AttentionSignals,
+    Attention,
     count_cross_tile_reductions,
     detect_attention,
     find_carried_state,
 )
 
-__all__ = ["AttentionSignals", "DesignParams", "GoldenReport", "GoldenSignals", "decide_module_count",
-           "derive_design_params", "estimate_golden", "parity_module_count"]
+__all__ = ["AttentionSignals", "DesignParams", "GoldenFacts", "GoldenReport", "GoldenSignals", "analyse_golden",
+           "decide_module_count", "derive_design_params", "estimate_golden", "facts_json", "parity_module_count"]
 
 GOLDEN_SUFFIX = "_golden"
 #: Largest golden file, in bytes (1 MiB, as every file an agent tool reads).
@@ -74,50 +73,45 @@ MATMULS_PER_EXTRA_MODULE = 3  # the deriver's O = matmuls / 3
 Source = Literal["option", "detected"]
 Rule = Literal["SK-01", "SK-16", "design-params"]
 
+if TYPE_CHECKING:
+    from opdesign.golden.models import AttentionSignals, DesignParams, GoldenReport, GoldenSignals
 
-class DesignParams(BaseModel):
-    """Deriver inputs and result (anchors.md, design-parameter deriver)."""
 
-    effective_lines: int = Field(description="statements of the golden function, nested functions included, "
-                                             "docstrings excluded")
-    matmul_count: int = Field(description="@, matmul, mm, bmm and einsum in the function and the helpers it calls")
-    state_groups: int = Field(description="loops carrying state (S)")
-    cross_tile_reduce: int = Field(description="reductions across a tiled axis")
+class Params(NamedTuple):
+    """Deriver inputs and result (anchors.md, design-parameter deriver); the fields of
+    :class:`opdesign.golden.models.DesignParams`."""
+
+    effective_lines: int
+    matmul_count: int
+    state_groups: int
+    cross_tile_reduce: int
     state_source: Source
     cross_tile_source: Source
-    L: float = Field(description="effective_lines / 30")
-    O: float = Field(description="(matmul_count + cross_tile_reduce) / 3")
-    S: int = Field(description="state_groups")
-    structural: float = Field(description="max(S, O)")
-    total: float = Field(description="structural + 1 when lines exceed it by more than one, else max(L, S, O)")
+    L: float
+    O: float
+    S: int
+    structural: float
+    total: float
     module_count: int
-    path: Literal["L0", "L1"] = Field(description="L0 for a single module, L1 otherwise")
+    path: Literal["L0", "L1"]
 
 
-class GoldenReport(BaseModel):
-    """Everything the estimator found about one golden function."""
+class GoldenFacts(NamedTuple):
+    """Everything the estimator found about one golden function; the fields of
+    :class:`opdesign.golden.models.GoldenReport`."""
 
     function: str
-    signals: GoldenSignals
-    suggested_module_count: int = Field(description="CANNBot estimator formula over the signals (parity)")
+    signals: Signals
+    suggested_module_count: int
     limitations: str
-    design_params: DesignParams
-    attention: AttentionSignals
-    module_count: int = Field(description="attention-aware recommendation; the plan uses this one")
-    rule: Rule = Field(description="the rule that decided module_count")
+    design_params: Params
+    attention: Attention
+    module_count: int
+    rule: Rule
     reason: str
 
-    def to_cannbot_json(self) -> dict[str, Any]:
-        """Exactly the keys of CANNBot's ``estimate_decomposition.py`` JSON output."""
-        return {
-            "function": self.function,
-            "signals": self.signals.model_dump(),
-            "suggested_module_count": self.suggested_module_count,
-            "limitations": self.limitations,
-        }
 
-
-def parity_module_count(signals: GoldenSignals) -> int:
+def parity_module_count(signals: Signals | GoldenSignals) -> int:
     """CANNBot estimator formula (anchors.md): lexical signals -> suggested module count.
 
     ``operations = (matmul + einsum + reduction) / 3``;
@@ -138,7 +132,7 @@ def derive_design_params(
     cross_tile_reduce: int,
     state_source: Source = "option",
     cross_tile_source: Source = "option",
-) -> DesignParams:
+) -> Params:
     """CANNBot deriver formula (anchors.md), arguments in the order of its table.
 
     ``L = lines / 30``, ``O = (matmuls + cross_tile_reduce) / 3``, ``structural = max(S, O)``;
@@ -157,24 +151,24 @@ def derive_design_params(
         modules = 1
     else:
         modules = max(1, min(round(total), math.ceil(effective_lines / 12)))
-    return DesignParams(
+    return Params(
         effective_lines=effective_lines,
         matmul_count=matmul_count,
         state_groups=state_groups,
         cross_tile_reduce=cross_tile_reduce,
         state_source=state_source,
         cross_tile_source=cross_tile_source,
-        L=lines_signal,
-        O=ops_signal,
+        L=float(lines_signal),
+        O=float(ops_signal),
         S=state_groups,
-        structural=structural,
-        total=total,
+        structural=float(structural),
+        total=float(total),
         module_count=modules,
         path="L0" if modules == 1 else "L1",
     )
 
 
-def decide_module_count(attention: AttentionSignals, design: DesignParams) -> tuple[int, Rule, str]:
+def decide_module_count(attention: Attention, design: Params) -> tuple[int, Rule, str]:
     """``(module_count, rule, reason)``: the attention-aware decision (rules in the module docstring).
 
     Sources: SK-16 "When" and single-pass rule (domain.md §4); SK-01 stage layout
@@ -295,15 +289,16 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names) if names else "(none)"
 
 
-def estimate_golden(
+def analyse_golden(
     path: str | Path,
     function: str | None = None,
     state_groups: int | None = None,
     cross_tile_reduce: int | None = None,
     *,
     source: bytes | None = None,
-) -> GoldenReport:
-    """Estimate the module count of a golden file (see the module docstring for the three layers).
+) -> GoldenFacts:
+    """Estimate the module count of a golden file (see the module docstring for the three layers), as
+    plain data (:func:`estimate_golden` gives the same as a pydantic :class:`GoldenReport`).
 
     Args:
         path: golden ``.py`` file; parsed, never executed.
@@ -337,7 +332,7 @@ def estimate_golden(
     )
     attention = detect_attention(node, scope, state, matmul_count)
     module_count, rule, reason = decide_module_count(attention, design)
-    return GoldenReport(
+    return GoldenFacts(
         function=node.name,
         signals=signals,
         suggested_module_count=parity_module_count(signals),
@@ -348,3 +343,41 @@ def estimate_golden(
         rule=rule,
         reason=reason,
     )
+
+
+def estimate_golden(
+    path: str | Path,
+    function: str | None = None,
+    state_groups: int | None = None,
+    cross_tile_reduce: int | None = None,
+    *,
+    source: bytes | None = None,
+) -> GoldenReport:
+    """:func:`analyse_golden` (same arguments, same errors) as a :class:`GoldenReport`."""
+    from opdesign.golden.models import GoldenReport
+
+    facts = analyse_golden(path, function, state_groups, cross_tile_reduce, source=source)
+    return GoldenReport.model_validate(_plain(facts))
+
+
+def facts_json(facts: GoldenFacts) -> str:
+    """The JSON of ``facts``, byte for byte ``estimate_golden(...).model_dump_json(indent=2)`` (same keys in
+    the same order, floats as floats, non-ASCII as is) without building the model."""
+    return json.dumps(_plain(facts), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    """A record (nested records included) as a dict, in field order."""
+    return {name: _plain(value) if hasattr(value, "_asdict") else value for name, value in record._asdict().items()}
+
+
+_MODELS = ("AttentionSignals", "DesignParams", "GoldenReport", "GoldenSignals")
+
+
+def __getattr__(name: str) -> Any:
+    """The pydantic models (:mod:`opdesign.golden.models`) load on first use."""
+    if name in _MODELS:
+        from opdesign.golden import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-
-from pydantic import BaseModel
+from typing import NamedTuple
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -31,8 +30,9 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 
-class GoldenSignals(BaseModel):
-    """Lexical signals of one golden function (CANNBot estimator key names)."""
+class Signals(NamedTuple):
+    """Lexical signals of one golden function (CANNBot estimator key names; the fields of
+    :class:`opdesign.golden.models.GoldenSignals`)."""
 
     statements: int
     loops: int
@@ -82,14 +82,26 @@ def _walk(node: ast.AST, skip: Callable[[ast.AST], bool]) -> Iterator[ast.AST]:
 
     Iterative, so a long expression chain cannot exhaust Python's recursion limit.
     """
-    stack = [child for child in reversed(list(ast.iter_child_nodes(node))) if not skip(child)]
+    stack = [child for child in reversed(_children(node)) if not skip(child)]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(child for child in reversed(list(ast.iter_child_nodes(current))) if not skip(child))
+        stack.extend(child for child in reversed(_children(current)) if not skip(child))
 
 
-def count_signals(function: FunctionNode) -> GoldenSignals:
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generator per field (the estimator's hot loop)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
+def count_signals(function: FunctionNode) -> Signals:
     """CANNBot estimator signals of ``function``'s own body (anchors.md, decomposition estimator)."""
     statements = loops = matmul = einsum = reduction = 0
     for node in _walk(function, lambda child: isinstance(child, _SCOPES) or is_bare_string(child)):
@@ -104,7 +116,7 @@ def count_signals(function: FunctionNode) -> GoldenSignals:
             einsum += 1
         elif name in REDUCTION_NAMES:
             reduction += 1
-    return GoldenSignals(
+    return Signals(
         statements=statements,
         loops=loops,
         matmul_calls=matmul,

@@ -17,7 +17,8 @@ Stage = Literal["C1", "V1", "C2", "V2"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: schemas are built on first use, so `opdesign validate` builds only the models it reads
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Phrase(_Model):

@@ -1,8 +1,13 @@
-"""Text rendering of a :class:`~opdesign.golden.GoldenReport` (the CLI's default output)."""
+"""Text rendering of a golden estimate (the CLI's default output): a :class:`~opdesign.golden.GoldenReport` or the
+:class:`~opdesign.golden.estimate.GoldenFacts` it is built from (the same fields)."""
 
 from __future__ import annotations
 
-from opdesign.golden.estimate import GoldenReport
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opdesign.golden.estimate import GoldenFacts
+    from opdesign.golden.models import GoldenReport
 
 
 def _yes(flag: bool) -> str:
@@ -13,7 +18,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(names) if names else "none"
 
 
-def render_golden_text(report: GoldenReport) -> str:
+def render_golden_text(report: GoldenReport | GoldenFacts) -> str:
     """A readable summary: parity signals and count, design parameters, attention signals, decision."""
     sig = report.signals
     dp = report.design_params
