@@ -24,7 +24,7 @@ EXCLUDED = ("opdesign.pypto_run",)
 CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.render", "opdesign.agent",
         "opdesign.validate.engine", "opdesign.validate.collect")
 #: Lower layers never import higher ones (``opdesign.X`` prefixes).
-LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
+LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.specerrors", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
          "opdesign.streams")
 HIGHER = ("opdesign.skeletons", "opdesign.costmodel", "opdesign.render", "opdesign.validate", "opdesign.agent",
           "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.pipeline")

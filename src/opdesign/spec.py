@@ -16,7 +16,6 @@ Cross-field rules and their sources:
 
 from __future__ import annotations
 
-import json
 import keyword
 from pathlib import Path
 from typing import Annotated, Literal
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from opdesign.catalog import load_catalog
 from opdesign import yamlsafe
 from opdesign.errors import NotFoundError, SpecError, TooLargeError
+from opdesign.specerrors import error_details, FieldError, format_errors
 
 MAX_SPEC_BYTES = 1_048_576
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
@@ -229,47 +229,47 @@ class Spec(_Strict):
     def _cross_fields(self) -> Spec:
         devices = load_catalog().devices
         if self.device not in devices:
-            raise _FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")
+            raise FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")
         if self.quant == "fp8" and not devices[self.device].fp8_matmul:
             fp8 = sorted(name for name, d in devices.items() if d.fp8_matmul)
-            raise _FieldError("quant", f"quant 'fp8' needs FP8 E4M3 matmul, which device {self.device!r} does not have "
+            raise FieldError("quant", f"quant 'fp8' needs FP8 E4M3 matmul, which device {self.device!r} does not have "
                               f"({devices[self.device].sources['fp8_matmul']}); use device {' or '.join(fp8)}, "
                               "or quant 'none'")
         if self.dtype in ("bf16", "fp16"):
             align = load_catalog().constraint("C-TILE-05").param("cube_align_elems")[self.dtype]
             for where, shape in self._all_shapes():
                 if shape.head_dim % align:
-                    raise _FieldError(
+                    raise FieldError(
                         f"{where}.head_dim",
                         f"head_dim {shape.head_dim} is not a multiple of {align} for {self.dtype} (C-TILE-05)",
                     )
         needs = {("mask", "topk"): "topk", ("mask", "sliding_window"): "window", ("kv_cache", "paged"): "block_size"}
         for (field, value), dim in needs.items():
             if getattr(self, field) == value and getattr(self.shape, dim) is None:
-                raise _FieldError(f"shape.{dim}", f"required when {field} is {value!r}")
+                raise FieldError(f"shape.{dim}", f"required when {field} is {value!r}")
         if any(a.name == "topk" for a in self.dynamic_axes) and self.mask != "topk":
-            raise _FieldError("dynamic_axes", "a topk axis needs mask: topk")
+            raise FieldError("dynamic_axes", "a topk axis needs mask: topk")
         if self.softmax_stats_input and self.direction != "backward":
-            raise _FieldError("softmax_stats_input", "only meaningful with direction: backward (forward l/m as inputs)")
+            raise FieldError("softmax_stats_input", "only meaningful with direction: backward (forward l/m as inputs)")
         if self.two_pass_reason is not None and self.direction != "backward":
-            raise _FieldError("two_pass_reason", "only meaningful with direction: backward (SK-16)")
+            raise FieldError("two_pass_reason", "only meaningful with direction: backward (SK-16)")
         for i, axis in enumerate(self.dynamic_axes):
             if not axis.uniform and axis.name not in ("seq_q", "seq_kv"):
-                raise _FieldError(f"dynamic_axes.{i}.uniform", f"uniform: false (varlen per batch) applies to seq_q / seq_kv, not {axis.name}")
+                raise FieldError(f"dynamic_axes.{i}.uniform", f"uniform: false (varlen per batch) applies to seq_q / seq_kv, not {axis.name}")
             lo, hi = axis.range
             for where, shape in self._all_shapes():
                 value = getattr(shape, axis.name, None)
                 if value is not None and not lo <= value <= hi:
-                    raise _FieldError(f"{where}.{axis.name}",
+                    raise FieldError(f"{where}.{axis.name}",
                                       f"{value} is outside dynamic_axes.{i}.range [{lo}, {hi}]")
         names = {c.name for c in self.typical_configs}
         if len(names) != len(self.typical_configs):
-            raise _FieldError("typical_configs", "config names must be unique")
+            raise FieldError("typical_configs", "config names must be unique")
         for i, cfg in enumerate(self.typical_configs):
             try:
                 self.config_shape(cfg)
             except ValueError as err:
-                raise _FieldError(f"typical_configs.{i}.shape", str(err)) from None
+                raise FieldError(f"typical_configs.{i}.shape", str(err)) from None
         return self
 
     def _all_shapes(self) -> list[tuple[str, Shape]]:
@@ -300,50 +300,6 @@ class Spec(_Strict):
         return DTYPE_BYTES[self.dtype]
 
 
-class _FieldError(ValueError):
-    """A cross-field failure that knows its own field path."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-NO_DYNAMIC_AXIS = ("the CANNBot contract needs at least one real dynamic axis (a length known only at run time); "
-                   "declare batch, e.g. `dynamic_axes: [{name: batch, range: [1, 8], uniform: true}]` "
-                   "(the range must hold shape.batch)")
-
-
-def _loc_text(loc: tuple) -> str:
-    """A field path as ``a.b.0.c``; a key that is not letters, digits and ``_`` (``":"``, ``""``, ``"a b"``)
-    is quoted as ``["..."]`` so the path stays readable and unambiguous."""
-    out = ""
-    for part in loc:
-        text = str(part)
-        if text and all(c.isascii() and (c.isalnum() or c == "_") for c in text):
-            out += f".{text}" if out else text
-        else:
-            out += "[" + json.dumps(text, ensure_ascii=True) + "]"
-    return out
-
-
-def _format_errors(err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        loc = _loc_text(e["loc"])
-        ctx_err = (e.get("ctx") or {}).get("error")
-        if isinstance(ctx_err, _FieldError):
-            loc = ".".join(p for p in (loc, ctx_err.path) if p)
-            msg = str(ctx_err)
-        elif e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif loc == "dynamic_axes" and e["type"] in ("missing", "too_short"):
-            msg = NO_DYNAMIC_AXIS
-        else:
-            msg = e["msg"].removeprefix("Value error, ")
-        lines.append(f"{loc or '<root>'}: {msg}")
-    return "; ".join(lines)
-
-
 def parse_spec(data: object, origin: str = "<spec>") -> Spec:
     """Validate already-parsed SPEC data.
 
@@ -355,11 +311,7 @@ def parse_spec(data: object, origin: str = "<spec>") -> Spec:
     try:
         return Spec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(f"{origin}: {_format_errors(err)}", details=_error_details(err)) from None
-
-
-def _error_details(err: ValidationError) -> list[dict[str, str]]:
-    return [{"loc": _loc_text(e["loc"]), "msg": e["msg"]} for e in err.errors()]
+        raise SpecError(f"{origin}: {format_errors(err)}", details=error_details(err)) from None
 
 
 def load_spec(path: str | Path) -> Spec:

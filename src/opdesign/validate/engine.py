@@ -29,57 +29,14 @@ from opdesign.validate.pseudocode import MAX_KERNELS, nesting, read_programs
 from opdesign.validate.blockdata import is_attention_design
 from opdesign.validate.collect import all_rules, get_rule
 from opdesign.validate.registry import Context
+from opdesign.validate.textinput import MAX_INPUT_BYTES, Unusable, decode, decode_source
 
-#: Size limit of one input (DESIGN.md or interface file). Generated designs are 18-24 KB (about 350
-#: lines), so 256 KiB leaves more than 10x room. markdown-it-py costs up to ~8 us per byte on adversarial
-#: text (2.5 s for 256 KiB of "- a" lines or "[" characters); at the former 5 MiB limit a file of "a" lines
-#: took 38 s and 2.2 GB. Measured worst cases at this limit (a 200-column table, nested lists, "a" lines)
-#: stay below 3.5 s and 220 MB.
-MAX_INPUT_BYTES = 256 * 1024
 INTERFACES_PATH = ("eval", "module_interfaces.yaml")
 DESIGN_NAME = "DESIGN.md"
 INTERNAL_RULE = "OD-DOC-10"
 SUPPRESSION_RULE = "OD-DOC-09"
 PROSE_RULE = "OD-PC-06"
 EMPTY_PSEUDOCODE_RULE = "OD-PC-01"
-
-
-class Unusable(ValueError):
-    """An input that cannot be read as a UTF-8 text document."""
-
-
-def decode(data: bytes) -> str:
-    """UTF-8 text of ``data`` (a BOM is dropped); raise :class:`Unusable` with the reason."""
-    if len(data) > MAX_INPUT_BYTES:
-        raise Unusable(f"larger than {MAX_INPUT_BYTES // 1024} KiB ({len(data)} bytes)")
-    if b"\x00" in data:
-        raise Unusable("binary file (NUL bytes)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise Unusable(f"not UTF-8 (invalid byte at offset {err.start})") from None
-
-
-def decode_source(data: bytes) -> str:
-    """Text of a Python source file: the encoding its PEP 263 line declares (``# -*- coding: latin-1 -*-``,
-    :func:`tokenize.detect_encoding`), else UTF-8; the same size and NUL checks as :func:`decode`."""
-    import io
-    import tokenize
-
-    if len(data) > MAX_INPUT_BYTES or b"\x00" in data:
-        return decode(data)  # raises with the reason
-    try:
-        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as err:  # an unknown coding, one that contradicts a UTF-8 BOM, or undeclared non-UTF-8
-        if "unknown encoding" in err.msg or "encoding problem" in err.msg:
-            raise Unusable(f"encoding declaration: {err.msg}") from None
-        return decode(data)  # no usable declaration: UTF-8 (raises naming the first invalid byte)
-    if encoding in ("utf-8", "utf-8-sig"):
-        return decode(data)
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as err:
-        raise Unusable(f"not {encoding} as its coding line declares (invalid byte at offset {err.start})") from None
 
 
 def _check_text(text: str) -> None:
