@@ -43,8 +43,9 @@ def _first_config(out):
     return kernel.split('"name": ', 2)[1].split(",", 1)[0].strip("'\"")
 
 
-# dense_fa_8192 is the performance form at seq 8192 (compile-time SEQ_Q / SEQ_KV): its compile + SIM took
-# ~15 min and 6-7 GB per config on the 2-core machine, so it runs only on request (test_dense_performance_form).
+# dense_fa_8192 is the performance form at seq 8192 (compile-time SEQ_Q / SEQ_KV): its full-size compile + SIM
+# took ~15 min and 6-7 GB per config on the 2-core machine, so it runs only on request (OPDESIGN_HEAVY=1);
+# --quick runs it scaled down 8x (test_dense_performance_form_verifies_quick).
 HEAVY = "OPDESIGN_HEAVY" in __import__("os").environ
 
 
@@ -72,6 +73,21 @@ def test_example_kernel_verifies_against_the_torch_golden(tmp_path, name, change
         assert config.compiled and config.sim_us > 0
         assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
         assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
+    assert report.passed
+
+
+def test_dense_performance_form_verifies_quick(tmp_path):
+    """--quick on the performance form: a kernel copy with SEQ_Q/SEQ_KV 1024, Q_TILE 512, KV_TILE 128 (the same
+    2 x 8 tile loop: static KV range, SSA re-binding, OUT_ROWS blocks), stated in shrunk, verified PASS."""
+    out = _new(tmp_path, "dense_fa_8192")
+    report = verify_dir(out, quick=True, configs=["perf_s8192"])
+    assert report.errors == [], report.errors
+    (config,) = report.configs
+    assert config.shrunk == ("num_heads 8 -> 1, num_kv_heads 8 -> 1, performance form scaled down 8x (the same "
+                             "2 x 8 tile loop): SEQ_Q 8192 -> 1024, SEQ_KV 8192 -> 1024, Q_TILE 4096 -> 512, "
+                             "KV_TILE 1024 -> 128")
+    assert config.compiled and config.sim_us > 0
+    assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config
     assert report.passed
 
 
