@@ -144,3 +144,19 @@ def test_quick_keeps_the_baseline_form_kernel_as_is():
     plan = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))
     assert plan.form != "performance"
     assert "quick_constants" not in render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+
+
+def test_performance_form_writes_only_the_valid_rows_of_a_q_tail():
+    """SEQ_Q 300 with Q_TILE 160: the last Q tile has 140 rows; each output block is viewed, reshaped and
+    assembled with its valid rows (before the fix PyPTO refused the full-size assemble: ASSEMBLEOpError)."""
+    spec = EXAMPLES.parents[1] / "tests" / "fixtures" / "generated" / "gen_perf_causal_tail.yaml"
+    plan = estimate(load_spec(spec))
+    assert plan.form == "performance" and (plan.seq_q, plan.q_tile, plan.q_tiles) == (300, 160, 2)
+    kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    assert "rows = (q_valid - r * OUT_ROWS).min(OUT_ROWS)" in kernel
+    assert "pypto.view(o_run, [OUT_ROWS, HEAD_DIM], [r * OUT_ROWS, 0], valid_shape=[rows, HEAD_DIM])" in kernel
+    assert "pypto.view(l_run, [OUT_ROWS, 1], [r * OUT_ROWS, 0], valid_shape=[rows, 1])" in kernel
+    assert "pypto.reshape(o_fin, [1, OUT_ROWS, 1, HEAD_DIM], valid_shape=[1, rows, 1, HEAD_DIM])" in kernel
+    assert check_source(kernel) == []
+    dense = estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml"))  # 8192 = 2 x 4096: no tail, no valid_shape
+    assert "valid_shape=[rows" not in render_all(dense, "en")[f"{dense.op_name}_kernel.py"]
