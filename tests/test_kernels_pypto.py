@@ -10,7 +10,7 @@ import json
 
 import pytest
 import yaml
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, REPO, run_cli
 
 MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 if MISSING:
@@ -91,6 +91,24 @@ def test_dense_performance_form_verifies_quick(tmp_path):
     assert report.passed
 
 
+GENERATED = sorted((REPO / "tests" / "fixtures" / "generated").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("spec", GENERATED, ids=[p.stem for p in GENERATED])
+def test_generated_spec_verifies(tmp_path, spec):
+    """Four of the 20 SPECs benchmarks/verify_generated_specs.py draws (two of them failed before their fix);
+    the first typical config of each, --quick."""
+    out = tmp_path / spec.stem
+    res = run_cli("new", "--spec", str(spec), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    report = verify_dir(out, quick=True, configs=[_first_config(out)])
+    assert report.errors == [], report.errors
+    (config,) = report.configs
+    assert config.compiled and config.sim_us > 0
+    assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config
+    assert report.passed
+
+
 @pytest.mark.skipif(not HEAVY, reason="dense_fa_8192's performance-form kernel takes ~15 min and 6-7 GB per config "
                     "to compile and simulate on this CPU; set OPDESIGN_HEAVY=1 to run it")
 def test_dense_performance_form_verifies(tmp_path):
@@ -105,6 +123,21 @@ def test_fp8_kernel_is_refused_by_the_release_platform(tmp_path):
     report = verify_dir(out, quick=True, verify=False, configs=[_first_config(out)])
     assert not report.compiled and not report.passed
     assert any(e.stage in ("parse", "compile") and "DAV_3510" in e.message for e in report.errors), report.errors
+    assert any("FC3000" in e.message and "only DAV_3510 architecture is supported" in e.message
+               for e in report.errors), report.errors
+    assert report.configs[0].sim_us is None  # refused while the graph is built: no SIM either
+
+
+def test_the_release_ships_only_the_a2_a3_platform():
+    """Why FP8 cannot even compile + SIM here: the one SoC spec in the wheel is A2A3.ini (NpuArch 2201)."""
+    import pathlib
+
+    import pypto
+
+    configs = pathlib.Path(pypto.__file__).parent / "lib" / "configs"
+    assert sorted(p.name for p in configs.glob("*.ini")) == ["A2A3.ini", "platforminfo.ini"]
+    assert "NpuArch=2201" in (configs / "A2A3.ini").read_text().splitlines()
+    assert pypto.platform.npuarch == "DAV_2201"
 
 
 # One substitution each in the rendered kernel of the causal GQA example; each must be caught.
