@@ -29,13 +29,17 @@ def test_twenty_specs_cover_every_variant_deterministically(drawn):
     assert gen.draw_specs(20, 0) == drawn
     assert gen.draw_specs(20, 1) != drawn
     assert len({repr(spec) for _, spec in drawn}) == 20  # no duplicates
+    # (the draws are fixed per process and Hypothesis release; tests/fixtures/generated pins four of them)
 
 
 def test_every_drawn_spec_plans_as_its_variant(drawn):
     for variant, spec in drawn:
         plan = estimate(parse_spec(spec, variant))
         assert plan.skeleton.id in EXPECTED_SKELETON.get(variant, {"SK-01"}), (variant, plan.skeleton.id)
-        assert (plan.form == "performance") == (variant == "sk01_perf_form"), (variant, spec)
+        s = spec["shape"]
+        roots_ok = 16 <= s["batch"] * s["num_heads"] * 2 <= 256  # condition 3 (perf_root_range) with 2 Q tiles
+        assert (plan.form == "performance") == (variant == "sk01_perf_form" and roots_ok), (
+            variant, gen.describe(spec), [(c.id, c.passed) for c in getattr(plan, "form_checks", [])])
         if variant == "sk01_paged_decode":
             assert plan.variant.startswith("PageAttn")
         if variant == "sk01_tensor_mask":
