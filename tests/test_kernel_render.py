@@ -8,7 +8,7 @@ import ast
 import pytest
 from conftest import EXAMPLES
 
-from opdesign.pypto_run.selfcheck import HARNESS_MARKER, design_line_offset, read_harness
+from opdesign.pypto_run.selfcheck import HARNESS_MARKER, HarnessError, design_line_offset, read_harness, with_constants
 from opdesign.render.design import kernel_proper, render_all
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
@@ -110,3 +110,53 @@ def test_good_rule_examples_use_only_names_the_release_has():
         if rule.example_kind == "pseudocode":
             names = [h for h in check_source(rule.good) if h.kind in ("name", "method")]
             assert names == [], (rule.id, names)
+
+
+def test_quick_scales_the_performance_form_constants_down(tmp_path):
+    """dense_fa_8192 is the performance form (compile-time SEQ_Q / SEQ_KV): --quick runs a copy of the
+    kernel with its lengths and tiles divided by 8, the same 2 x 8 tile loop, every line in place."""
+    plan = estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml"))
+    assert plan.form == "performance" and (plan.q_tile, plan.kv_tile, plan.q_tiles, plan.kv_tiles) == (4096, 1024, 2, 8)
+    kernel = tmp_path / "dense_fa_8192_kernel.py"
+    kernel.write_text(render_all(plan, "en")[kernel.name], encoding="utf-8")
+    configs = read_harness(kernel)["CONFIGS"]
+    consts = {"SEQ_Q": 1024, "SEQ_KV": 1024, "Q_TILE": 512, "KV_TILE": 128, "OUT_ROWS": 512}
+    for cfg in configs:
+        assert cfg["quick_constants"] == consts
+        assert (cfg["quick"]["seq_q"], cfg["quick"]["seq_kv"]) == (1024, 1024)
+        assert (cfg["shape"]["seq_q"], cfg["shape"]["seq_kv"]) == (8192, 8192)  # a run without --quick is full size
+        assert "performance form scaled down 8x (the same 2 x 8 tile loop): SEQ_Q 8192 -> 1024" in cfg["quick_shrunk"]
+    copy = with_constants(kernel, consts, tmp_path / "quick" / kernel.name)
+    before, after = kernel.read_text().splitlines(), copy.read_text().splitlines()
+    assert len(before) == len(after)
+    changed = {a for a, b in zip(before, after) if a != b}
+    assert {line.split(" = ")[0] for line in changed} == set(consts) - {"OUT_ROWS"}  # OUT_ROWS stays 512
+    module = {n.targets[0].id: n.value.value for n in ast.parse(copy.read_text()).body
+              if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)}
+    assert {k: module[k] for k in consts} == consts
+    assert -(-module["SEQ_Q"] // module["Q_TILE"]) == module["Q_TILES"] == 2
+    assert -(-module["SEQ_KV"] // module["KV_TILE"]) == module["KV_TILES"] == 8
+    with pytest.raises(HarnessError, match="NO_SUCH"):
+        with_constants(kernel, {"NO_SUCH": 1}, tmp_path / "x.py")
+
+
+def test_quick_keeps_the_baseline_form_kernel_as_is():
+    plan = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))
+    assert plan.form != "performance"
+    assert "quick_constants" not in render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+
+
+def test_performance_form_writes_only_the_valid_rows_of_a_q_tail():
+    """SEQ_Q 300 with Q_TILE 160: the last Q tile has 140 rows; each output block is viewed, reshaped and
+    assembled with its valid rows (before the fix PyPTO refused the full-size assemble: ASSEMBLEOpError)."""
+    spec = EXAMPLES.parents[1] / "tests" / "fixtures" / "generated" / "gen_perf_causal_tail.yaml"
+    plan = estimate(load_spec(spec))
+    assert plan.form == "performance" and (plan.seq_q, plan.q_tile, plan.q_tiles) == (300, 160, 2)
+    kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    assert "rows = (q_valid - r * OUT_ROWS).min(OUT_ROWS)" in kernel
+    assert "pypto.view(o_run, [OUT_ROWS, HEAD_DIM], [r * OUT_ROWS, 0], valid_shape=[rows, HEAD_DIM])" in kernel
+    assert "pypto.view(l_run, [OUT_ROWS, 1], [r * OUT_ROWS, 0], valid_shape=[rows, 1])" in kernel
+    assert "pypto.reshape(o_fin, [1, OUT_ROWS, 1, HEAD_DIM], valid_shape=[1, rows, 1, HEAD_DIM])" in kernel
+    assert check_source(kernel) == []
+    dense = estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml"))  # 8192 = 2 x 4096: no tail, no valid_shape
+    assert "valid_shape=[rows" not in render_all(dense, "en")[f"{dense.op_name}_kernel.py"]

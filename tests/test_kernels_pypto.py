@@ -10,7 +10,7 @@ import json
 
 import pytest
 import yaml
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, REPO, run_cli
 
 MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 if MISSING:
@@ -43,8 +43,9 @@ def _first_config(out):
     return kernel.split('"name": ', 2)[1].split(",", 1)[0].strip("'\"")
 
 
-# dense_fa_8192 is the performance form at seq 8192 (compile-time SEQ_Q / SEQ_KV): its compile + SIM took
-# ~15 min and 6-7 GB per config on the 2-core machine, so it runs only on request (test_dense_performance_form).
+# dense_fa_8192 is the performance form at seq 8192 (compile-time SEQ_Q / SEQ_KV): its full-size compile + SIM
+# took ~15 min and 6-7 GB per config on the 2-core machine, so it runs only on request (OPDESIGN_HEAVY=1);
+# --quick runs it scaled down 8x (test_dense_performance_form_verifies_quick).
 HEAVY = "OPDESIGN_HEAVY" in __import__("os").environ
 
 
@@ -75,6 +76,39 @@ def test_example_kernel_verifies_against_the_torch_golden(tmp_path, name, change
     assert report.passed
 
 
+def test_dense_performance_form_verifies_quick(tmp_path):
+    """--quick on the performance form: a kernel copy with SEQ_Q/SEQ_KV 1024, Q_TILE 512, KV_TILE 128 (the same
+    2 x 8 tile loop: static KV range, SSA re-binding, OUT_ROWS blocks), stated in shrunk, verified PASS."""
+    out = _new(tmp_path, "dense_fa_8192")
+    report = verify_dir(out, quick=True, configs=["perf_s8192"])
+    assert report.errors == [], report.errors
+    (config,) = report.configs
+    assert config.shrunk == ("num_heads 8 -> 1, num_kv_heads 8 -> 1, performance form scaled down 8x (the same "
+                             "2 x 8 tile loop): SEQ_Q 8192 -> 1024, SEQ_KV 8192 -> 1024, Q_TILE 4096 -> 512, "
+                             "KV_TILE 1024 -> 128")
+    assert config.compiled and config.sim_us > 0
+    assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config
+    assert report.passed
+
+
+GENERATED = sorted((REPO / "tests" / "fixtures" / "generated").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("spec", GENERATED, ids=[p.stem for p in GENERATED])
+def test_generated_spec_verifies(tmp_path, spec):
+    """Four of the 20 SPECs benchmarks/verify_generated_specs.py draws (two of them failed before their fix);
+    the first typical config of each, --quick."""
+    out = tmp_path / spec.stem
+    res = run_cli("new", "--spec", str(spec), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    report = verify_dir(out, quick=True, configs=[_first_config(out)])
+    assert report.errors == [], report.errors
+    (config,) = report.configs
+    assert config.compiled and config.sim_us > 0
+    assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config
+    assert report.passed
+
+
 @pytest.mark.skipif(not HEAVY, reason="dense_fa_8192's performance-form kernel takes ~15 min and 6-7 GB per config "
                     "to compile and simulate on this CPU; set OPDESIGN_HEAVY=1 to run it")
 def test_dense_performance_form_verifies(tmp_path):
@@ -89,6 +123,21 @@ def test_fp8_kernel_is_refused_by_the_release_platform(tmp_path):
     report = verify_dir(out, quick=True, verify=False, configs=[_first_config(out)])
     assert not report.compiled and not report.passed
     assert any(e.stage in ("parse", "compile") and "DAV_3510" in e.message for e in report.errors), report.errors
+    assert any("FC3000" in e.message and "only DAV_3510 architecture is supported" in e.message
+               for e in report.errors), report.errors
+    assert report.configs[0].sim_us is None  # refused while the graph is built: no SIM either
+
+
+def test_the_release_ships_only_the_a2_a3_platform():
+    """Why FP8 cannot even compile + SIM here: the one SoC spec in the wheel is A2A3.ini (NpuArch 2201)."""
+    import pathlib
+
+    import pypto
+
+    configs = pathlib.Path(pypto.__file__).parent / "lib" / "configs"
+    assert sorted(p.name for p in configs.glob("*.ini")) == ["A2A3.ini", "platforminfo.ini"]
+    assert "NpuArch=2201" in (configs / "A2A3.ini").read_text().splitlines()
+    assert pypto.platform.npuarch == "DAV_2201"
 
 
 # One substitution each in the rendered kernel of the causal GQA example; each must be caught.

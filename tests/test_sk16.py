@@ -13,7 +13,7 @@ from conftest import EXAMPLES, run_cli
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.skeletons.registry import estimate
-from opdesign.render.design import render_design
+from opdesign.render.design import render_all, render_design
 from opdesign.spec import Spec, TwoPassReason, load_spec, parse_spec
 from opdesign.validate.engine import validate_text
 
@@ -118,9 +118,16 @@ def test_tile_128_when_the_budget_allows_it(atomic_add_release):
     assert plan.q_tile == 128 and plan.ub_budget.total_bytes == 251904 and plan.ub_budget.capacity_bytes == 262144
 
 
-def test_a3_adds_the_measured_workspace():
+def test_a3_records_the_measured_workspace_but_the_release_has_no_such_option():
+    # PyPTO 0.2.0's set_options raises map::at for max_workspace_kb: the kernel must not pass it
     plan = _plan(device="a3")
-    assert plan.config["runtime_options"]["max_workspace_kb"] == 25170624
+    assert "max_workspace_kb" not in plan.config["runtime_options"]
+    assert plan.config["runtime_options"]["stitch_function_max_num"] == 128
+    entry = next(e for e in plan.config_entries if e.key == "runtime_options.max_workspace_kb")
+    assert entry.value == 25170624 and entry.status == "not passed"
+    assert "PyPTO 0.2.0 has no runtime option max_workspace_kb" in str(entry.purpose)
+    kernel = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    assert "max_workspace_kb" not in kernel and "'stitch_function_max_num': 128" in kernel
 
 
 @pytest.mark.parametrize("reason", ["no_atomic_add", "deterministic_reduction", "no_prezero_output"])

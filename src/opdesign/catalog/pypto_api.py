@@ -29,6 +29,7 @@ class ApiSurface:
     non_tensor: frozenset[str]
     runtime_limits: dict[str, dict[str, Any]]
     reexported_at_top: frozenset[str] = frozenset()  # submodules whose names pypto itself exports
+    runtime_options: frozenset[str] = frozenset()  # runtime_options names the release knows (empty: unchecked)
 
     def entry(self, dotted: str) -> dict[str, Any] | None:
         """Manifest entry of ``pypto.a.b`` (None when it does not exist or cannot be checked)."""
@@ -54,7 +55,8 @@ def load_api_surface() -> ApiSurface:
                       value_classes=manifest["value_classes"], missing=notes["missing"],
                       method_notes=notes["methods"], non_tensor=frozenset(notes["non_tensor_results"]),
                       runtime_limits=notes.get("runtime_limits", {}),
-                      reexported_at_top=frozenset(notes.get("reexported_at_top", [])))
+                      reexported_at_top=frozenset(notes.get("reexported_at_top", [])),
+                      runtime_options=frozenset(notes.get("runtime_options", [])))
 
 
 @cache

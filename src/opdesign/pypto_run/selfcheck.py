@@ -10,6 +10,9 @@ inputs with the file's ``make_case(config, quick)`` and the torch golden.
 Each ``CONFIGS`` entry is ``{"name", "shape", "quick", "shrunk", "quick_shrunk"}``: the shape a run
 uses without and with ``--quick``, and what each shrinks from the SPEC's typical config (a
 sentence, or None when it runs as specified); the report repeats it so no shrink goes unsaid.
+An optional ``"quick_constants"`` ({NAME: int}) makes ``--quick`` run a copy of the kernel with
+those module-level constants re-assigned (:func:`with_constants`): the performance form's
+compile-time lengths and tiles.
 
 The report is plain data (the ``--json`` shape of ``opdesign verify``)::
 
@@ -79,6 +82,33 @@ def read_harness(kernel_file: Path) -> dict[str, Any]:
     found["kernel_lines"] = marker
     found["part_a"] = lines[:marker]
     return found
+
+
+def with_constants(kernel_file: Path, constants: dict[str, int], dest: Path) -> Path:
+    """Write ``dest``: the kernel file with module-level integer constants re-assigned, line for line.
+
+    The performance form's lengths and tiles are compile-time constants (``SEQ_Q = 8192``); a
+    config's ``quick_constants`` names the smaller values ``--quick`` runs with. Only the value of
+    each ``NAME = <int>`` statement changes, so kernel lines keep their numbers. Raises
+    :class:`HarnessError` when a name is not such a statement.
+    """
+    lines = kernel_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    tree = ast.parse("".join(lines), filename=str(kernel_file))
+    spans = {node.targets[0].id: node.value for node in tree.body
+             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+             and isinstance(node.value, ast.Constant) and type(node.value.value) is int
+             and node.value.lineno == node.value.end_lineno}
+    missing = sorted(set(constants) - set(spans))
+    if missing:
+        raise HarnessError(f"{kernel_file}: quick_constants names {', '.join(missing)}, "
+                           "which are not module-level integer constants")
+    for name, value in constants.items():
+        node = spans[name]
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = line[:node.col_offset] + str(int(value)) + line[node.end_col_offset:]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("".join(lines), encoding="utf-8")
+    return dest
 
 
 def design_line_offset(design: Path | None, part_a: list[str]) -> int | None:
@@ -180,7 +210,9 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
             + (f" (shrunk: {shrunk})" if shrunk else ""))
         work = Path(tempfile.mkdtemp(prefix="opdesign-verify-"))
         try:
-            result = run_isolated(kernel, harness["KERNEL_FUNCTION"], f"{kernel}:make_case",
+            constants = cfg.get("quick_constants") if quick else None
+            source = with_constants(kernel, constants, work / "quick" / kernel.name) if constants else kernel
+            result = run_isolated(source, harness["KERNEL_FUNCTION"], f"{source}:make_case",
                                   mode="verify" if verify else "sim", work_dir=work,
                                   tol=tuple(harness["TOLERANCE"]),
                                   case_args={"config": cfg["name"], "quick": quick}, python=interpreter)

@@ -250,6 +250,13 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
                            "formula. Size it from the workspace the real compile reports for the largest typical config "
                            "and keep the larger of the two.")
                 source += ", one A3 measurement"
+            if group == "runtime_options" and api.runtime_options and name not in api.runtime_options:
+                # the framework wins over the card: the release's set_options does not know the name
+                purpose += (f" Left out of the kernel: PyPTO {api.release} has no runtime option {name} "
+                            "(set_options raises map::at).")
+                entries.append(ConfigEntry(key=rec.key, value=value, status="not passed", purpose=purpose,
+                                           source=source + f", PyPTO {api.release} (constraints/pypto_api_notes.yaml)"))
+                continue
             config[group][name] = value
             entries.append(ConfigEntry(key=rec.key, value=value, status=rec.status, purpose=purpose, source=source))
         elif rec.key == "runtime_options.ready_on_host_tensors" and spec.layout == "TND":
@@ -354,6 +361,7 @@ def _risks(spec: Spec, ub: Budget, tile: int, passes: int) -> list[str]:
     out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); a cast to the input dtype is the caller's.")
     if spec.device == "a3":
         out.append("runtime_options.max_workspace_kb is the card's single A3 measurement (one shape of the reference "
-                   "backward), used whatever this SPEC's shapes: re-size it from the real compile's workspace report "
+                   "backward), not sized for this SPEC's shapes, and PyPTO 0.2.0 has no such runtime option (the kernel "
+                   "leaves it out): on a release that has it, re-size it from the real compile's workspace report "
                    "for the largest typical config before trusting it.")
     return out
