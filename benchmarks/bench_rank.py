@@ -24,7 +24,7 @@ from pathlib import Path
 
 from opdesign.costmodel import rank_candidates
 from opdesign.errors import SpecError
-from opdesign.skeletons.registry import estimate
+from opdesign.skeletons.registry import estimate, skeleton_of
 from opdesign.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +40,8 @@ def _timed(fn) -> tuple[float, object]:
 def bench(spec_path: Path, repeat: int) -> dict:
     spec = load_spec(spec_path)
     plan = estimate(spec)
+    if not skeleton_of(plan).ranked:  # rank_candidates covers only the ranked skeletons (rank_spec says so)
+        return {"spec": spec_path.name, "ranked": False, "reason": f"{plan.skeleton.id} is not ranked"}
     try:
         cold, ranking = _timed(lambda: rank_candidates(spec, plan, top=20))
     except SpecError as err:
