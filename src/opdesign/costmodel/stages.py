@@ -50,7 +50,9 @@ measurement we do not have): L1 operand reuse (``cube_l1_reuse_setting``), GM
 bandwidth contention between cores, mask arithmetic on diagonal causal blocks,
 merging partial row maxima / sums across column tiles, a5's direct UB -> L1 path
 for P (FAI on Ascend 950; every profile goes through GM here), compile time and
-graph size beyond the C-TILE-04 per-op limit.
+graph size beyond the C-TILE-04 per-op limit, and the UB / L1 of extra chains and
+streams (AT-23-R2 gives each chain its own accumulators; streams here share the
+``pipeline_depth`` task ring, so neither is charged to the budgets).
 """
 
 from __future__ import annotations
