@@ -61,7 +61,9 @@ def with_cube_tiles(plan: Plan, fields: dict[str, Any]) -> Plan:
 
     Only the cube tiles change; the plan must already have the row's ``q_tile`` and ``kv_tile``
     (plan the SPEC with them first), else ``ValueError``. The kernel template renders the
-    result's ``set_cube_tile_shapes`` per stage, rectangular tiles included.
+    result's ``set_cube_tile_shapes`` per stage, rectangular tiles included. The plan's UB / L1 /
+    L0 budgets and vector tiles are not re-derived: a DESIGN.md rendered from the result states
+    the old budgets (``opdesign validate`` warns OD-NUM-05); the kernel does not read them.
     """
     if (plan.q_tile, plan.kv_tile) != (fields["q_tile"], fields["kv_tile"]):
         raise ValueError(f"plan tiles q_tile {plan.q_tile} kv_tile {plan.kv_tile} differ from the row's "
