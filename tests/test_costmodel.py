@@ -39,7 +39,8 @@ A3 = load_catalog().device("a3")
 
 @pytest.fixture(scope="module")
 def dense_all():
-    return rank_candidates(DENSE, estimate(DENSE), include_rejected=True)
+    """The dense example's space within its performance form (q_tile fixed by SK-01-P1, as ``new`` ranks it)."""
+    return rank_candidates(DENSE, estimate(DENSE), include_rejected=True, within_form=True)
 
 
 # --- instruction cycles ---------------------------------------------------------
@@ -110,7 +111,8 @@ def test_budget_twin_matches_budget_py(name: str) -> None:
     device = load_catalog().device(spec.device)
     for i in random.Random(5).sample(range(len(c["q"])), 40):
         q, kv = int(c["q"][i]), int(c["kv"][i])
-        cube = choose_cube_tiles(spec, plan.form, q, kv, sk01, qk_tile=int(c["qk"][i]), pv_tile=int(c["pv"][i]))
+        cube = choose_cube_tiles(spec, plan.form, q, kv, sk01, qk_tile=(int(c["m1"][i]), int(c["n1"][i])),
+                                 pv_tile=(int(c["m21"][i]), int(c["k21"][i])))
         vec = vec_tiles(spec, q, kv, int(c["vr"][i]), int(c["vc"][i]))
         ub = budget.ub_budget(device, q_tile=q, head_dim=spec.shape.head_dim, resident_state=plan.form == "baseline",
                               cube=cube, vec=vec)
@@ -206,25 +208,35 @@ def test_group_rows_equals_unique_rows() -> None:
 # --- the dense 8192 example: orderings, rejections, the plan's rank --------------
 
 
+_AXES = {"qk_m": ("qk_tile", 0), "qk_n": ("qk_tile", 1), "pv_m": ("pv_tile", 0), "pv_n": ("pv_tile", 1)}
+
+
+def _knob(r, knob):
+    field, i = _AXES.get(knob, (knob, None))
+    return getattr(r, field) if i is None else getattr(r, field)[i]
+
+
 def _pairs(rows, knob):
-    """Pairs of legal rows that differ only in ``knob``, as (smaller value row, larger value row)."""
-    others = [k for k in ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor", "head_group", "streams")
-              if k != knob]
+    """Pairs of legal rows that differ only in ``knob`` (a knob or one axis of a cube tile), as
+    (smaller value row, larger value row)."""
+    others = [k for k in ("q_tile", "kv_tile", "qk_m", "qk_n", "pv_m", "pv_n", "vec_tile", "unroll_factor",
+                          "head_group", "streams") if k != knob]
     groups: dict = {}
     for r in rows:
-        groups.setdefault(tuple(getattr(r, k) for k in others), []).append(r)
+        groups.setdefault(tuple(_knob(r, k) for k in others), []).append(r)
     for group in groups.values():
-        group.sort(key=lambda r: getattr(r, knob))
+        group.sort(key=lambda r: _knob(r, knob))
         yield from zip(group, group[1:])
 
 
-@pytest.mark.parametrize(("knob", "pairs_total", "strictly_faster"), [("qk_tile", 186, 186), ("pv_tile", 261, 189)])
+@pytest.mark.parametrize(("knob", "pairs_total", "strictly_faster"),
+                         [("qk_m", 1323, 1323), ("qk_n", 1242, 1242), ("pv_m", 1260, 1260), ("pv_n", 1338, 930)])
 def test_dense_larger_qk_and_pv_tiles_rank_ahead(dense_all, knob: str, pairs_total: int, strictly_faster: int) -> None:
-    """Within the budgets, holding every other knob fixed, the larger QK / PV tile ranks ahead.
+    """Within the budgets, holding every other knob fixed, a larger axis of the QK or PV tile ranks ahead.
 
-    A larger QK tile always saves cycles (fewer S stores and operand reloads); a larger
-    PV tile saves them unless C2 is bound by its L0C->GM store, where the score ties and
-    the tie-break (larger tiles first) decides.
+    A larger QK m or n or PV m always saves cycles (fewer S stores, operand reloads and C2
+    chunks); a larger PV KV side saves them unless C2 is bound by its L0C->GM store, where
+    the score ties and the tie-break (larger tiles first) decides.
     """
     pairs = list(_pairs(dense_all.rows, knob))
     assert len(pairs) == pairs_total
@@ -233,11 +245,17 @@ def test_dense_larger_qk_and_pv_tiles_rank_ahead(dense_all, knob: str, pairs_tot
     assert sum(large.score_cycles < small.score_cycles for small, large in pairs) == strictly_faster
 
 
-def test_dense_plan_tiles_rank_first_with_pinned_stage_cycles(dense_all) -> None:
-    assert (dense_all.enumerated, dense_all.legal, dense_all.chosen_rank) == (1548, 636, 1)
+def test_dense_plan_tiles_with_pinned_stage_cycles_and_the_rectangular_pv_tile_ahead(dense_all) -> None:
+    assert (dense_all.enumerated, dense_all.legal, dense_all.chosen_rank) == (11988, 3045, 29)
     chosen = dense_all.chosen
     knobs = (chosen.q_tile, chosen.kv_tile, chosen.qk_tile, chosen.pv_tile, chosen.vec_tile)
-    assert knobs == (4096, 1024, 128, 256, (16, 128))
+    assert knobs == (4096, 1024, [128, 128], [128, 256], (16, 128))
+    # PV 128 x 512 overflows L1 (C2 operands x 2 buffers + MM2_LEFT: 622592 B > 512 KiB); 64 x 512 fits and
+    # halves the C2 L1 loads: the rectangular PV tile ranks first (the article's "larger PV tiles")
+    best = dense_all.rows[0]
+    assert (best.qk_tile, best.pv_tile, best.vec_tile, best.streams) == ([128, 128], [64, 512], (16, 256), 1)
+    assert best.cube_tiles["C2"] == {"m": [64, 64], "k": [128, 512], "n": [128, 128]}
+    assert best.score_cycles == 9579087 and best.stages["C2"] == 338256
     assert chosen.stages == {"C1": 724141, "V1": 970752, "C2": 231196, "V2": 149888, "sched": 231}
     assert (chosen.score_cycles, chosen.bottleneck, chosen.tasks_per_core, chosen.task_count) == (9983664, "V1", 8, 128)
     # V1 per tile at [16, 128] FP32: TMULS 52 + TROWMAX 176 + TROWEXPAND 275 + TSUB 83 + TEXP 94 + TROWSUM 190 + TCVT 78
@@ -249,13 +267,16 @@ def _rejected(ranking, **knobs):
 
 
 def test_dense_l0c_overflow_is_rejected_with_its_rule(dense_all) -> None:
-    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=256, pv_tile=256, vec_tile=(16, 128))
+    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=[256, 256], pv_tile=[128, 256], vec_tile=(16, 128))
     assert "C-TILE-03" in row.rejected_rules
     assert "C-TILE-03: L0C C1 262144 B > 131072 B" in row.rejected_reason   # 256 x 256 x 4 B > 128 KiB
+    [l1] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=[128, 128], pv_tile=[128, 512], vec_tile=(16, 128))
+    # C2 operands (128 x 512 + 512 x 128) x 2 B x 2 buffers + MM2_LEFT 128 x 128 x 2 B x 3
+    assert l1.rejected_rules == ["C-TILE-03"] and l1.rejected_reason == "C-TILE-03: L1 622592 B > 524288 B"
 
 
 def test_dense_ub_overflow_is_rejected_with_its_rule(dense_all) -> None:
-    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=128, pv_tile=256, vec_tile=(16, 512))
+    [row] = _rejected(dense_all, q_tile=4096, kv_tile=1024, qk_tile=[128, 128], pv_tile=[128, 256], vec_tile=(16, 512))
     # 16 x 512 x 4 B x 4 (reduce) + MM1 64 KiB + MM2 64 KiB + SHARE 256 B + sumUb/maxUb/expUb 3 x 64 x 32 B x 3
     assert row.rejected_rules == ["C-TILE-03"]
     assert row.rejected_reason == "C-TILE-03: UB 280832 B > 196608 B"
@@ -264,10 +285,10 @@ def test_dense_ub_overflow_is_rejected_with_its_rule(dense_all) -> None:
 def test_dense_tail_and_expansion_rules_reject(dense_all) -> None:
     tails = _rejected(dense_all, kv_tile=8)
     assert tails and all(r.rejected_rules[0] == "C-TILE-02" for r in tails)   # 8 P columns x 2 B = 16 B
-    [wide] = _rejected(dense_all, kv_tile=8192, qk_tile=128, pv_tile=256, vec_tile=(16, 128))
+    [wide] = _rejected(dense_all, kv_tile=8192, qk_tile=[128, 128], pv_tile=[128, 256], vec_tile=(16, 128))
     assert wide.rejected_rules == ["C-TILE-04"]
     assert "expansion 49152 per op > 18000" in wide.rejected_reason   # 256 x 64 tiles x (1 + 2)
-    assert dense_all.rejected_by_rule == {"C-TILE-05": 0, "C-TILE-02": 36, "C-TILE-03": 804, "C-TILE-04": 162}
+    assert dense_all.rejected_by_rule == {"C-TILE-05": 0, "C-TILE-02": 108, "C-TILE-03": 8316, "C-TILE-04": 1458}
 
 
 def test_rules_flag_misaligned_cube_tiles() -> None:
@@ -279,26 +300,44 @@ def test_rules_flag_misaligned_cube_tiles() -> None:
     assert check_rules(ctx, c).rules(0)[0] == "C-TILE-05"
 
 
+def test_rules_flag_cube_tiles_that_do_not_divide_the_kv_step() -> None:
+    plan = estimate(DENSE)
+    ctx = context(DENSE, plan)
+    c = enumerate_candidates(ctx)
+    i = int(np.flatnonzero((c["q"] == 4096) & (c["kv"] == 1024) & (c["n1"] == 128) & (c["k21"] == 256))[0])
+    c = {k: v[i:i + 1].copy() for k, v in c.items()}
+    assert check_rules(ctx, c).bad_step.tolist() == [False]
+    c["kv"][:] = 1000   # aligned to 1008: 7.875 blocks of 128 columns, so one C1 block straddles the step
+    rules = check_rules(ctx, c)
+    assert rules.bad_step.tolist() == [True] and rules.rules(0) == ["C-TILE-05"]
+    assert "n 128 / k 256 kv_tile 1000" in rules.reason(0, c, 16)
+
+
 def test_tuning_candidates_give_gain_against_the_plan() -> None:
     plan = estimate(DENSE)
     tips = tuning_candidates(DENSE, plan, n=3)
-    assert [t["changes"] for t in tips][:2] == [["pv_tile: 256 -> 128"], ["kv_tile: 1024 -> 2048"]]
-    assert [t["gain_pct"] for t in tips][:2] == [-0.2, -3.6]
+    assert [t["changes"] for t in tips][:2] == [["pv_tile: [128, 256] -> [64, 512]", "vec_tile: (16, 128) -> (16, 256)"],
+                                                ["qk_tile: [128, 128] -> [64, 256]", "pv_tile: [128, 256] -> [64, 512]",
+                                                 "vec_tile: (16, 128) -> (16, 256)"]]
+    assert [t["gain_pct"] for t in tips][:2] == [4.1, 4.1]
+    assert all(t["q_tile"] == plan.q_tile and t["form_rules"] == [] for t in tips)   # tuning keeps the form
     causal = tuning_candidates(CAUSAL, estimate(CAUSAL), n=2)
-    assert causal[0]["gain_pct"] == 40.3 and causal[0]["rank"] == 1
+    assert causal[0]["gain_pct"] == 50.8 and causal[0]["rank"] == 1 and "streams: 1 -> 2" in causal[0]["changes"]
 
 
 def test_causal_ranking_balances_valid_blocks() -> None:
     ranking = rank_candidates(CAUSAL, estimate(CAUSAL), top=3)
-    assert ranking.chosen_rank == 1891
+    assert ranking.chosen_rank == 5741
     chosen = ranking.chosen
     # q_tile 64 on seq 1000: valid KV blocks per q block 1,1,2,2..8,8; 2 x 8 heads -> 1152 tasks over 20 cores
     assert (chosen.task_count, chosen.cores_busy, chosen.tasks_per_core) == (1152, 20, 60)
+    # units of 1..8 KV steps: one stream exposes every unit's fill, the plan's row is bound by it
+    assert chosen.bottleneck == "fill" and ranking.rows[0].streams == 2
     assert all(r.score_cycles <= chosen.score_cycles for r in ranking.rows)
 
 
 def test_streams_beyond_the_units_per_core_are_not_enumerated(dense_all) -> None:
-    # 16 roots on 20 cores: one unit per core, so only one stream can run
+    # within the form (q_tile 4096): 16 roots on 20 cores, one unit per core, so only one stream can run
     assert {r.streams for r in dense_all.rows} == {1}
 
 
@@ -321,7 +360,7 @@ def test_every_model_figure_is_documented() -> None:
     for r in table:
         assert r["unit"] and len(r["reason"]) > 20, r["name"]
     slower = rank_candidates(DENSE, estimate(DENSE), top=1, params=CostParams(task_overhead_cycles=1e6))
-    assert slower.rows[0].stages["sched"] == 1e6 / 8   # static range: one dispatch per 8-step root
+    assert slower.chosen.stages["sched"] == 1e6 / 8   # static range: one dispatch per 8-step root
 
 
 # --- CLI ---------------------------------------------------------------------------
@@ -331,18 +370,23 @@ def test_cli_rank_json_rows_and_rejected() -> None:
     proc = run_cli("rank", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--top", "3", "--json", "--show-rejected")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["chosen_rank"] == 1 and len(data["rows"]) == 3 and len(data["rejected"]) == 3
+    assert data["chosen_rank"] == 9004 and len(data["rows"]) == 3 and len(data["rejected"]) == 3
     for row in data["rows"]:
         assert {"q_tile", "kv_tile", "unroll_factor", "head_group", "score_cycles", "stages", "bottleneck"} <= set(row)
         assert set(row["stages"]) == {"C1", "V1", "C2", "V2", "sched"}
+        # q_tile 128 breaks the performance form's Q_TILE = seq_q / 2: ranked, flagged with its rule id
+        assert row["q_tile"] == 128 and row["form_rules"] == ["SK-01-P1"] and row["streams"] == 2
+        assert len(row["qk_tile"]) == 2 and row["pv_tile"] == [row["cube_tiles"]["C2"]["m"][1],
+                                                                row["cube_tiles"]["C2"]["k"][1]]
+    assert data["chosen"]["form_rules"] == [] and data["form_breaking"] == 70379
     assert all(r["rejected_reason"].startswith("C-TILE-") and r["rejected_rules"] for r in data["rejected"])
 
 
 def test_cli_rank_text_shows_the_plan_rank() -> None:
     proc = run_cli("rank", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--top", "2", "--show-rejected")
     assert proc.returncode == 0, proc.stderr
-    assert "plan's tiles: rank 1891 of 11672" in proc.stdout
-    assert " 1891*     64     128  128  128   16x64" in proc.stdout
+    assert "plan's tiles: rank 5741 of 15384" in proc.stdout
+    assert " 5741*     64     128  64x128  64x128   16x64      1  1  1" in proc.stdout
     assert "not a wall-clock prediction" in proc.stdout
     assert "C-TILE-03: UB" in proc.stdout
     bad = run_cli("rank", "--spec", str(EXAMPLES / "sk16_backward_lm.yaml"))

@@ -258,6 +258,8 @@ def rank_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON", metavar=FLAG),
     show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids",
                                        metavar=FLAG),
+    within_form: bool = typer.Option(False, "--within-form", help="leave out candidates that break the plan's form "
+                                     "(flagged in form_rules otherwise)", metavar=FLAG),
     quiet: bool = quiet_option(),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
@@ -266,7 +268,7 @@ def rank_cmd(
     from opdesign.spec import load_spec
 
     loaded = load_spec(spec)  # read once
-    ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected)
+    ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected, within_form=within_form)
     echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json
          else render_ranking_text(ranking, show_rejected, trailer=not is_quiet()), nl=as_json)
 

@@ -98,7 +98,7 @@ def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False, read
 
 
 def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
-              params: CostParams | None = None) -> Ranking:
+              params: CostParams | None = None, within_form: bool = False) -> Ranking:
     """``opdesign rank``: the cost-model ranking of a plan's candidates.
 
     Raises:
@@ -112,7 +112,7 @@ def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: 
         raise InputError(f"rank: ranking covers {', '.join(ranked)} only; {spec.op_name} is a valid SPEC planned with "
                          f"{plan.skeleton.id} (`opdesign estimate` prints its plan)",
                          {"field": "spec", "skeleton": plan.skeleton.id, "ranked": ranked})
-    return rank_candidates(spec, plan, top, include_rejected, params=params)
+    return rank_candidates(spec, plan, top, include_rejected, params=params, within_form=within_form)
 
 
 def with_tuning(spec: Spec, plan: Plan) -> Plan:
@@ -126,7 +126,8 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
         return plan
     from opdesign.costmodel import rank_candidates, tuning_from_ranking
 
-    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1)  # ranked once: the plan's rank and the next best
+    # ranked once: the plan's rank and the next best among the candidates that keep the plan's form
+    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1, within_form=True)
     return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
                                    "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT)})
 

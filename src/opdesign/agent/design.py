@@ -289,6 +289,9 @@ class RankCandidatesInput(ToolInput):
     spec_path: str = SPEC_PATH
     top: int = Field(10, ge=1, le=1000, description="keep the best N candidates (and N rejected ones)")
     include_rejected: bool = Field(False, description="also list candidates that break a hard rule, with why")
+    within_form: bool = Field(False, description="leave out candidates that break the plan's form (SK-01-P1: the "
+                                                 "performance form's q_tile); otherwise they are ranked and flagged "
+                                                 "in form_rules")
 
 
 def _ranking_model() -> type[BaseModel]:
@@ -298,7 +301,7 @@ def _ranking_model() -> type[BaseModel]:
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
     rank = require_library("opdesign.pipeline", "rank_spec")
     with _SpecSource(root, args.spec_path) as source:
-        return rank(source.spec, source.plan(), args.top, args.include_rejected)
+        return rank(source.spec, source.plan(), args.top, args.include_rejected, within_form=args.within_form)
 
 
 # --- estimate_golden ---

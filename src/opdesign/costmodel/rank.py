@@ -27,6 +27,7 @@ from opdesign.costmodel.isa import (
     VECTOR_REPEAT_BYTES,
 )
 from opdesign.costmodel.space import (
+    FORM_Q_RULE,
     PV_FACTORS,
     QK_FACTORS,
     RULE_ORDER,
@@ -37,8 +38,9 @@ from opdesign.costmodel.space import (
     check_rules,
     context,
     enumerate_candidates,
+    form_rules,
 )
-from opdesign.costmodel.stages import STAGES, CostParams, core_loads, group_rows, score, useful_streams
+from opdesign.costmodel.stages import BOTTLENECKS, STAGES, CostParams, core_loads, group_rows, score, useful_streams
 from opdesign.plan.models import Plan
 from opdesign.plan.tiles import cube_align
 from opdesign.spec import Spec
@@ -47,8 +49,7 @@ __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_ta
            "tuning_candidates", "tuning_from_ranking"]
 
 KNOBS = ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor", "head_group", "streams")
-_ARRAY = {"q_tile": "q", "kv_tile": "kv", "qk_tile": "qk", "pv_tile": "pv", "unroll_factor": "u",
-          "head_group": "g", "streams": "s"}
+_ARRAY = {"q_tile": "q", "kv_tile": "kv", "unroll_factor": "u", "head_group": "g", "streams": "s"}
 
 
 class _Model(BaseModel):
@@ -60,14 +61,17 @@ class Candidate(_Model):
 
     q_tile: int = Field(description="Q rows per loop step")
     kv_tile: int = Field(description="K/V columns per loop step")
-    qk_tile: int = Field(description="QK tile: C1 m and n [L0 = L1] (and C2 m), clipped to the step")
-    pv_tile: int = Field(description="PV tile: C2 k L1 (KV columns of P / rows of V per L1 load)")
+    qk_tile: list[int] = Field(description="QK tile [m, n]: C1 m and n L1 (the S block), clipped to the step")
+    pv_tile: list[int] = Field(description="PV tile [m, n]: C2 m and k L1 (the P block: Q rows, KV columns of P = "
+                                           "rows of V per L1 load), clipped to the step")
     vec_tile: tuple[int, int] = Field(description="V1 TileShape [rows, cols]; V2 uses the same rows")
     unroll_factor: int = Field(description="KV-loop unroll factor (1 for a static range)")
     head_group: int = Field(description="AT-23 chains G interleaved in one body (1 = none)")
     streams: int = Field(description="concurrent task streams per core")
     kv_loop: str = Field(description="range (static, performance form), pypto.loop or loop_unroll")
     cube_tiles: dict[str, dict[str, list[int]]] = Field(description="C1/C2 m, k, n as [L0, L1]")
+    form_rules: list[str] = Field(description="form rules the candidate breaks (SK-01-P1: the performance form's "
+                                              "fixed q_tile); ranked and shown, not dropped")
 
 
 class CandidateRow(Candidate):
@@ -76,7 +80,8 @@ class CandidateRow(Candidate):
     rank: int
     score_cycles: int = Field(description="cycles of the busiest cube core (ranking figure)")
     stages: dict[str, int] = Field(description="cycles per task: C1, V1, C2, V2 and the dispatch share sched")
-    bottleneck: str = Field(description="stage that bounds the steady state: C1, V1, C2, V2 or sched")
+    bottleneck: str = Field(description="what bounds the score: the stage that bounds the steady state (C1, V1, "
+                                        "C2, V2 or sched) or fill (unit fills and epilogues the streams do not hide)")
     task_count: int
     tasks_per_core: int = Field(description="KV steps on the busiest core after the FAI greedy split")
     cores_busy: int
@@ -103,6 +108,7 @@ class Ranking(_Model):
     rows: list[CandidateRow] = Field(description="legal candidates, best first")
     rejected: list[RejectedRow] = Field(description="rejected candidates, best would-be score first")
     chosen_rank: int | None = Field(description="rank of the plan's tiles (head_group 1, streams 1)")
+    form_breaking: int = Field(0, description="legal candidates flagged with a form rule (form_rules not empty)")
     chosen: CandidateRow | None
     note: str = "score_cycles ranks candidates for a benchmark run; it is not a wall-clock prediction"
     parameters: list[dict[str, Any]] = Field(default_factory=list,
@@ -124,21 +130,25 @@ def parameter_table(params: CostParams | None = None) -> list[dict[str, Any]]:
         ("TILE_MIN", TILE_MIN, "elements", "shortest FP32 tail allowed by C-TILE-02"),
         ("VEC_AREAS", VEC_AREAS, "elements", "SK-01 safe vector tile up to the largest per-op UB that leaves room"),
         ("VEC_COLS_MAX", VEC_COLS_MAX, "elements", "widest FP32 rows the formula table measures"),
-        ("QK_FACTORS", QK_FACTORS, "x safe tile", "QK tile choices; beyond them L0 overflows"),
-        ("PV_FACTORS", PV_FACTORS, "x safe tile", "PV tile choices; beyond them L1 overflows"),
+        ("QK_FACTORS", QK_FACTORS, "x safe tile", "QK m, QK n and PV m tile choices, each axis apart; beyond "
+                                                  "them L0 overflows"),
+        ("PV_FACTORS", PV_FACTORS, "x safe tile", "PV KV-side (C2 k) tile choices; beyond them L1 overflows"),
         ("STREAM_COUNTS", STREAM_COUNTS, "streams", "the cost-model article's 1, 2, 4, 8"),
     ]
     return rows + [{"name": n, "value": v, "unit": u, "reason": r} for n, v, u, r in cited]
 
 
-def _candidate(c: dict[str, np.ndarray], i: int, static_range: int) -> dict[str, Any]:
+def _candidate(c: dict[str, np.ndarray], i: int, static_range: int, broken: np.ndarray) -> dict[str, Any]:
     out = {k: int(c[a][i]) for k, a in _ARRAY.items()}
+    out["qk_tile"] = [int(c["m1"][i]), int(c["n1"][i])]
+    out["pv_tile"] = [int(c["m21"][i]), int(c["k21"][i])]
+    out["form_rules"] = [FORM_Q_RULE] if broken[i] else []
     out["vec_tile"] = (int(c["vr"][i]), int(c["vc"][i]))
     static = int(c["steps_max"][i]) <= static_range
     out["kv_loop"] = "range" if static else ("loop_unroll" if out["unroll_factor"] > 1 else "pypto.loop")
     ax = lambda lo, hi: [int(c[lo][i]), int(c[hi][i])]  # noqa: E731
     out["cube_tiles"] = {"C1": {"m": ax("m0", "m1"), "k": ax("k10", "k11"), "n": ax("n0", "n1")},
-                         "C2": {"m": ax("m0", "m1"), "k": ax("k20", "k21"), "n": ax("n20", "n21")}}
+                         "C2": {"m": ax("m20", "m21"), "k": ax("k20", "k21"), "n": ax("n20", "n21")}}
     return out
 
 
@@ -146,7 +156,7 @@ def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -
     """Index of the plan's own candidate among the legal ones (G 1, streams 1)."""
     c1, c2 = plan.cube_tiles["C1"], plan.cube_tiles["C2"]
     want = {"q": plan.q_tile, "kv": plan.kv_tile, "m0": c1.m[0], "m1": c1.m[1], "n0": c1.n[0], "n1": c1.n[1],
-            "k20": c2.k[0], "k21": c2.k[1], "vr": plan.vec_tiles["V1"].shape[0], "vc": plan.vec_tiles["V1"].shape[1],
+            "m20": c2.m[0], "m21": c2.m[1], "k20": c2.k[0], "k21": c2.k[1], "vr": plan.vec_tiles["V1"].shape[0], "vc": plan.vec_tiles["V1"].shape[1],
             "g": 1, "s": 1}
     hit = legal_idx[np.logical_and.reduce([c[k][legal_idx] == v for k, v in want.items()])]
     hit = hit[c["u"][hit] <= max(plan.unroll_factor, 1)]
@@ -170,17 +180,19 @@ def _score_in_chunks(ctx, c: dict[str, np.ndarray], params: CostParams, load: di
 
 def _rule_counts(rules) -> dict[str, int]:
     """Candidates breaking each rule (one may break several), in ``RULE_ORDER``."""
-    by_rule = {"C-TILE-05": rules.bad_align, "C-TILE-02": rules.bad_tail,
+    by_rule = {"C-TILE-05": rules.bad_align | rules.bad_step, "C-TILE-02": rules.bad_tail,
                "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
     return {k: int(by_rule[k].sum()) for k in RULE_ORDER}
 
 
 def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
-                    params: CostParams | None = None) -> Ranking:
+                    params: CostParams | None = None, within_form: bool = False) -> Ranking:
     """Enumerate, check and rank the candidates around a plan's tiles.
 
     Order: ``score_cycles`` ascending; equal scores put fewer streams, head groups
-    and unroll first, then larger tiles (q, kv, QK, PV, vector area: fewer tiles first).
+    and unroll first, then larger tiles (q, kv, QK area then m, PV area then KV side, vector
+    area: fewer tiles first). Candidates that break a form rule (``form_rules``) are ranked
+    among the others and flagged.
 
     Args:
         spec: a validated SPEC.
@@ -190,12 +202,16 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
         include_rejected: fill ``Ranking.rejected`` (rows ordered by the score they
             would have had).
         params: model figures (defaults: :class:`CostParams`).
+        within_form: leave out the candidates that break a form rule (``form_rules``) instead of
+            flagging them: the space of a design that keeps its form (``opdesign new``'s tuning).
     """
     params = params or CostParams()
     ctx = context(spec, plan)
     c = enumerate_candidates(ctx)
     load = core_loads(ctx, c)
     keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
+    if within_form:
+        keep &= ~form_rules(ctx, c["q"])
     for d in (c, load):  # column by column: one filtered copy alive at a time
         for k in d:
             d[k] = d[k][keep]
@@ -216,8 +232,9 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     scored = _score_in_chunks(ctx, c, params, load)
 
     def sort(idx: np.ndarray) -> np.ndarray:  # stable: the order of candidates ``idx`` keeps among themselves
-        key = (-(c["vr"][idx] * c["vc"][idx]), -c["pv"][idx], -c["qk"][idx], -c["kv"][idx], -c["q"][idx],
-               c["u"][idx], c["g"][idx], c["s"][idx], scored["score"][idx])
+        key = (-(c["vr"][idx] * c["vc"][idx]), -c["k21"][idx], -(c["m21"][idx] * c["k21"][idx]), -c["m1"][idx],
+               -(c["m1"][idx] * c["n1"][idx]), -c["kv"][idx], -c["q"][idx], c["u"][idx], c["g"][idx], c["s"][idx],
+               scored["score"][idx])
         return idx[np.lexsort(key)]
 
     order = sort(np.arange(len(legal))) if include_rejected else None
@@ -225,11 +242,13 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     rank_of = np.zeros(len(legal), dtype=np.int64)  # 1-based rank of each legal candidate, 0 when illegal
     rank_of[legal_order] = np.arange(1, len(legal_order) + 1)
     chosen_i = _chosen_index(plan, c, legal_order)
+    broken = form_rules(ctx, c["q"])
 
     def row(i: int) -> CandidateRow:
         st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}
-        return CandidateRow(**_candidate(c, i, ctx.static_range), rank=int(rank_of[i]), score_cycles=int(scored["score"][i]),
-                            stages=st, bottleneck=STAGES[int(scored["bottleneck"][i])],
+        return CandidateRow(**_candidate(c, i, ctx.static_range, broken), rank=int(rank_of[i]),
+                            score_cycles=int(scored["score"][i]), stages=st,
+                            bottleneck=BOTTLENECKS[int(scored["bottleneck"][i])],
                             task_count=int(scored["task_count"][i]), tasks_per_core=int(scored["tasks"][i]),
                             cores_busy=int(scored["cores_busy"][i]), epilogue_cycles=int(round(scored["epilogue"][i])),
                             chosen=i == chosen_i)
@@ -237,9 +256,9 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     align = cube_align(spec.dtype)
     rejected = []
     if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
-        first = np.sort(group_rows(*(c[k][order] for k in ("q", "kv", "qk", "pv", "vr", "vc")))[0])
+        first = np.sort(group_rows(*(c[k][order] for k in ("q", "kv", "m1", "n1", "m21", "k21", "vr", "vc")))[0])
         rejected_order = order[first][~legal[order[first]]]
-        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range), rejected_reason=rules.reason(int(i), c, align),
+        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range, broken), rejected_reason=rules.reason(int(i), c, align),
                                 rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
     return Ranking(
         op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=enumerated, legal=int(legal.sum()),
@@ -247,18 +266,20 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
         rows=[row(int(i)) for i in legal_order[:top]], rejected=rejected,
         chosen_rank=int(rank_of[chosen_i]) if chosen_i is not None else None,
         chosen=row(chosen_i) if chosen_i is not None else None, parameters=parameter_table(params),
+        form_breaking=int(np.count_nonzero(broken[legal])),
     )
 
 
 def tuning_candidates(spec: Spec, plan: Plan, n: int = 3, *, params: CostParams | None = None) -> list[dict[str, Any]]:
-    """The ``n`` best legal candidates other than the plan's own tiles, each with its estimated gain.
+    """The ``n`` best legal candidates other than the plan's own tiles that keep the plan's form
+    (``within_form``), each with its estimated gain.
 
     Each dict: the knobs, ``rank``, ``score_cycles``, ``bottleneck``, ``gain_pct``
     (``100 x (chosen - candidate) / chosen`` score; positive = fewer cycles than
     the plan's tiles, None when the plan's tiles are not in the space) and
     ``changes`` (``"kv_tile: 1024 -> 2048"`` for every knob that differs).
     """
-    return tuning_from_ranking(rank_candidates(spec, plan, top=n + 1, params=params), n)
+    return tuning_from_ranking(rank_candidates(spec, plan, top=n + 1, params=params, within_form=True), n)
 
 
 def tuning_from_ranking(ranking: Ranking, n: int = 3) -> list[dict[str, Any]]:
@@ -268,10 +289,12 @@ def tuning_from_ranking(ranking: Ranking, n: int = 3) -> list[dict[str, Any]]:
     for r in ranking.rows:
         if r.chosen or len(out) == n:
             continue
-        item = r.model_dump(include={*KNOBS, "kv_loop", "rank", "score_cycles", "bottleneck", "cube_tiles"})
+        item = r.model_dump(include={*KNOBS, "kv_loop", "rank", "score_cycles", "bottleneck", "cube_tiles",
+                                     "form_rules"})
         item["gain_pct"] = (round(100 * (chosen.score_cycles - r.score_cycles) / chosen.score_cycles, 1)
                             if chosen else None)
         item["changes"] = ([f"{k}: {getattr(chosen, k)} -> {getattr(r, k)}" for k in KNOBS
                             if getattr(chosen, k) != getattr(r, k)] if chosen else [])
+        item["changes"] += [f"breaks {rule}" for rule in r.form_rules]
         out.append(item)
     return out

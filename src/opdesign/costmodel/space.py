@@ -5,12 +5,17 @@ head_group, streams)``:
 
 * ``q_tile`` / ``kv_tile``: rows of Q / columns of K per loop step, powers of two
   from ``TILE_MIN`` up to the SPEC's typical ``seq_q`` / ``seq_kv`` (rounded up to a
-  power of two), plus the plan's own tiles. The performance form keeps the plan's
-  ``q_tile`` (SK-01 performance invariant 1: ``Q_TILE = seq_q / 2``); paged KV keeps
-  only KV tiles made of whole pages (AT-17);
-* ``qk_tile``: the L0 = L1 tile of C1's m and n axes (and C2's m): the "QK tile";
-  ``pv_tile``: C2's k L1 tile (KV columns of P and rows of V per L1 load): the
-  "PV tile". Cube tiles come from :func:`opdesign.plan.tiles.choose_cube_tiles`;
+  power of two), plus the plan's own tiles. The performance form fixes the plan's
+  ``q_tile`` (SK-01-P1: ``Q_TILE = seq_q / 2``); the other q tiles are still
+  enumerated, checked and ranked, and :func:`form_rules` flags them with ``SK-01-P1``.
+  Paged KV keeps only KV tiles made of whole pages (AT-17);
+* ``qk_tile = [m, n]``: the L0 = L1 tile of C1's m and n axes, the QK score block S;
+  ``pv_tile = [m, n]``: C2's m and k L1 tiles, the P block C2 multiplies (m Q rows,
+  n KV columns of P = rows of V per L1 load). Each axis is chosen on its own
+  (``QK_FACTORS`` for both QK axes and PV's m, ``PV_FACTORS`` for PV's KV side) and clipped
+  to the aligned loop step (an L1 tile never exceeds ``q_tile`` / ``kv_tile``: a larger
+  one is the same candidate as the step-sized one and is counted once). Cube tiles come
+  from :func:`opdesign.plan.tiles.choose_cube_tiles`;
 * ``vec_tile``: the V1 TileShape, one shape per area in ``VEC_AREAS`` (widest
   columns first, see :func:`vec_shapes`); V2 follows with the same rows;
 * ``unroll_factor`` from the plan's unroll candidates (the SK-01 card's
@@ -19,14 +24,17 @@ head_group, streams)``:
 
 :func:`check_rules` is the vectorised twin of the SK-01 UB budget and
 :mod:`opdesign.plan.buffers` (UB, L1, L0A/B/C: C-TILE-03), of the C-TILE-02 /
-C-TILE-05 alignment rules and of the C-TILE-04 expansion estimate (the input
-counts of the plan's own expansion ops);
+C-TILE-05 alignment rules (per axis ``0 < L0 <= L1``, ``L1 % L0 == 0``, multiples of the
+cube alignment; and the loop-step relation: every m L1 divides the aligned ``q_tile``,
+C1's n L1 and C2's k L1 divide the aligned ``kv_tile``, so a step is whole cube blocks)
+and of the C-TILE-04 expansion estimate (the input counts of the plan's own expansion ops);
 ``tests/test_costmodel.py`` checks that both give the same bytes on a sample.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import product
 from math import ceil
 
 import numpy as np
@@ -51,14 +59,16 @@ VEC_COLS_MAX = 512
 #: concurrent task streams per core tried: the cost-model article (shared/seeds) re-tested
 #: 2 and 4 grouped streams (4 helped) and 8 (regressed); 1 is no multi-stream overlap.
 STREAM_COUNTS = (1, 2, 4, 8)
-#: QK / PV tile choices relative to the SK-01 safe cube tile (128): one octave below to one
-#: above for QK (m x n), the safe tile to four times it for PV's K side (the performance form
-#: already doubles it). Above them L0 (QK 512: L0C 1 MiB) or L1 (PV 1024 with head_dim 128:
-#: 768 KiB of operands) overflows on every profile; below them a halving only multiplies
-#: blocks, S stores and loads (QK) or L1 loads (PV).
+#: QK / PV tile choices per axis relative to the SK-01 safe cube tile (128): one octave below
+#: to one above for QK's m and n and PV's m, the safe tile to four times it for PV's KV side
+#: (the performance form already doubles it). Above them L0 (QK 512 x 128: L0C 256 KiB) or
+#: L1 (PV 1024 with head_dim 128: 768 KiB of operands) overflows on every profile; below them
+#: a halving only multiplies blocks, S stores and loads (QK) or L1 loads (PV).
 QK_FACTORS = (0.5, 1, 2)
 PV_FACTORS = (1, 2, 4)
 RULE_ORDER = ("C-TILE-05", "C-TILE-02", "C-TILE-03", "C-TILE-04")
+#: the SK-01 performance invariant that fixes ``q_tile`` (``Q_TILE = seq_q / 2``)
+FORM_Q_RULE = "SK-01-P1"
 
 
 def _pow2_upto(limit: int) -> list[int]:
@@ -108,10 +118,15 @@ def context(spec: Spec, plan: Plan) -> Context:
                    p_dtype=plan.cube_tiles["C2"].operand_dtype)
 
 
-def _axis_choices(ctx: Context, seq: int, planned: int, fixed: bool) -> list[int]:
-    if fixed:
-        return [planned]
+def _axis_choices(seq: int, planned: int) -> list[int]:
     return sorted(set(_pow2_upto(seq)) | {planned})
+
+
+def form_rules(ctx: Context, q: np.ndarray) -> np.ndarray:
+    """Per candidate: True when it breaks the form's fixed ``q_tile`` (``FORM_Q_RULE``, performance form only)."""
+    if ctx.form != "performance":
+        return np.zeros(len(q), dtype=bool)
+    return q != ctx.plan.q_tile
 
 
 def block_counts(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int,
@@ -149,50 +164,48 @@ def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> np.ndarray:
 def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     """All candidates as parallel int64 arrays (one entry per candidate), duplicates removed.
 
-    Keys: ``q, kv, qk, pv, vr, vc, u, g, s`` (the knobs), ``m0 m1 k10 k11 n0 n1``
-    (C1 [L0, L1] per axis), ``k20 k21 n20 n21`` (C2 k and n; C2 m equals C1 m),
-    ``steps_max`` (most KV blocks any q block visits). Two knob values that give the
-    same tiles are one candidate (the smaller value is kept).
+    Keys: ``q, kv, vr, vc, u, g, s`` (the knobs), ``m0 m1 k10 k11 n0 n1``
+    (C1 [L0, L1] per axis: ``qk_tile = [m1, n1]``), ``m20 m21 k20 k21 n20 n21`` (C2:
+    ``pv_tile = [m21, k21]``), ``steps_max`` (most KV blocks any q block visits). Tile
+    choices that clip to the same tiles are one candidate.
     """
     spec, plan, card = ctx.spec, ctx.plan, ctx.card
     s = spec.shape
     safe = card.param("safe_cube_tile")
-    qs = _axis_choices(ctx, s.seq_q, plan.q_tile, ctx.form == "performance")
-    kvs = _axis_choices(ctx, s.seq_kv, plan.kv_tile, False)
+    align = cube_align(spec.dtype)
+    qs = _axis_choices(s.seq_q, plan.q_tile)
+    kvs = _axis_choices(s.seq_kv, plan.kv_tile)
     if spec.kv_cache == "paged":
         kvs = [kv for kv in kvs if kv % s.block_size == 0]
-    qk_c1, pv_c2 = plan.cube_tiles["C1"].n[1], plan.cube_tiles["C2"].k[1]
-    qks = sorted({int(safe * f) for f in QK_FACTORS} | {qk_c1})
-    pvs = sorted({int(safe * f) for f in PV_FACTORS} | {pv_c2})
+    c1p, c2p = plan.cube_tiles["C1"], plan.cube_tiles["C2"]
+    octave = {int(safe * f) for f in QK_FACTORS}
+    qk_ms, qk_ns, pv_ms = sorted(octave | {c1p.m[1]}), sorted(octave | {c1p.n[1]}), sorted(octave | {c2p.m[1]})
+    pv_ks = sorted({int(safe * f) for f in PV_FACTORS} | {c2p.k[1]})
     rows_range = tuple(card.param("safe_vec_range"))
     unrolls = sorted(plan.unroll.candidates)  # the variant's tuning candidates
     groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
 
-    geo, seen, cubes = [], set(), {}
+    geo, cubes = [], {}
     for q in qs:
+        qa = align_up(q, align)
+        ms, pms = sorted({min(m, qa) for m in qk_ms}), sorted({min(m, qa) for m in pv_ms})
         for kv in kvs:
+            kva = align_up(kv, align)
             steps_max = int(valid_blocks(ctx, q, kv).max())
-            for qk in qks:
-                for pv in pvs:
-                    # the cube tiles see q only up to qk and kv only up to max(qk, pv) (choose_cube_tiles clips
-                    # the tile to them): one call per clipped pair
-                    clipped = (min(q, qk), min(kv, max(qk, pv)), qk, pv)
-                    if clipped not in cubes:
-                        cubes[clipped] = choose_cube_tiles(spec, ctx.form, clipped[0], clipped[1], card,
-                                                           qk_tile=qk, pv_tile=pv)
-                    c1, c2 = cubes[clipped]["C1"], cubes[clipped]["C2"]
-                    key = (q, kv, c1.m, c1.n, c2.k)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    shapes = vec_shapes(kv, rows_range)
-                    if (q, kv) == (plan.q_tile, plan.kv_tile) and plan.vec_tiles["V1"].shape not in shapes:
-                        shapes.append(plan.vec_tiles["V1"].shape)
-                    for vr, vc in shapes:
-                        geo.append((q, kv, qk, pv, vr, vc, *c1.m, *c1.k, *c1.n, *c2.k, *c2.n, steps_max))
+            shapes = vec_shapes(kv, rows_range)
+            if (q, kv) == (plan.q_tile, plan.kv_tile) and plan.vec_tiles["V1"].shape not in shapes:
+                shapes.append(plan.vec_tiles["V1"].shape)
+            # each axis clipped to the aligned step first: choices that clip alike are one candidate
+            for tiles in product(ms, sorted({min(n, kva) for n in qk_ns}), pms, sorted({min(k, kva) for k in pv_ks})):
+                if tiles not in cubes:  # the cube tiles depend on the clipped L1 tiles only
+                    t = choose_cube_tiles(spec, ctx.form, max(tiles[0], tiles[2]), max(tiles[1], tiles[3]), card,
+                                          qk_tile=tiles[:2], pv_tile=tiles[2:])
+                    cubes[tiles] = (*t["C1"].m, *t["C1"].k, *t["C1"].n, *t["C2"].m, *t["C2"].k, *t["C2"].n)
+                cube = cubes[tiles]
+                geo += [(q, kv, vr, vc, *cube, steps_max) for vr, vc in shapes]
     g = np.array(geo, dtype=np.int64)
     knobs = np.array([(u, hg, st) for u in unrolls for hg in groups for st in STREAM_COUNTS], dtype=np.int64)
-    cols = ("q", "kv", "qk", "pv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "k20", "k21", "n20", "n21",
+    cols = ("q", "kv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "m20", "m21", "k20", "k21", "n20", "n21",
             "steps_max")
     # unroll factors at or above the longest KV loop behave alike: keep the smallest of them;
     # a static range (performance form, <= static_kv_max_tiles steps) traces the whole loop: factor 1 only.
@@ -216,7 +229,8 @@ class Legality:
     capacity: dict[str, int]
     expansion_max: np.ndarray
     expansion_limit: int
-    bad_align: np.ndarray  # C-TILE-05
+    bad_align: np.ndarray  # C-TILE-05 ([L0, L1] per axis)
+    bad_step: np.ndarray  # C-TILE-05 (L1 tiles that do not divide the aligned loop step)
     bad_tail: np.ndarray  # C-TILE-02
     over: dict[str, np.ndarray]  # buffer -> bool (C-TILE-03)
     bad_expansion: np.ndarray  # C-TILE-04
@@ -224,11 +238,11 @@ class Legality:
     @property
     def legal(self) -> np.ndarray:
         over = np.logical_or.reduce(list(self.over.values()))
-        return ~(self.bad_align | self.bad_tail | over | self.bad_expansion)
+        return ~(self.bad_align | self.bad_step | self.bad_tail | over | self.bad_expansion)
 
     def rules(self, i: int) -> list[str]:
         """Rule ids candidate ``i`` breaks, in ``RULE_ORDER``."""
-        hits = {"C-TILE-05": self.bad_align[i], "C-TILE-02": self.bad_tail[i],
+        hits = {"C-TILE-05": self.bad_align[i] or self.bad_step[i], "C-TILE-02": self.bad_tail[i],
                 "C-TILE-03": any(v[i] for v in self.over.values()), "C-TILE-04": self.bad_expansion[i]}
         return [r for r in RULE_ORDER if hits[r]]
 
@@ -239,6 +253,11 @@ class Legality:
             parts.append(f"C-TILE-05: cube tiles m{[int(c['m0'][i]), int(c['m1'][i])]} "
                          f"n{[int(c['n0'][i]), int(c['n1'][i])]} k{[int(c['k20'][i]), int(c['k21'][i])]} "
                          f"need 0 < L0 <= L1, L1 % L0 == 0, multiples of {cube_align}")
+        if self.bad_step[i]:
+            q, kv = int(c["q"][i]), int(c["kv"][i])
+            parts.append(f"C-TILE-05: cube L1 tiles m {int(c['m1'][i])} / {int(c['m21'][i])} must divide q_tile {q} "
+                         f"and n {int(c['n1'][i])} / k {int(c['k21'][i])} kv_tile {kv} "
+                         f"(aligned to {cube_align}: whole cube blocks per step)")
         if self.bad_tail[i]:
             parts.append(f"C-TILE-02: vector tail of {int(c['vc'][i])} columns is not 32-byte aligned")
         parts += [f"C-TILE-03: {name} {int(self.bytes[name][i])} B > {self.capacity[name]} B"
@@ -267,31 +286,34 @@ def check_rules(ctx: Context, c: dict[str, np.ndarray]) -> Legality:
     cube_aligned = cube_align(ctx.spec.dtype)
     nbuf = next((r.value for r in ctx.card.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when),
                 {-1: 1}).get(-1, 1)
-    m0, m1, n0, n1 = c["m0"], c["m1"], c["n0"], c["n1"]
+    m0, m1, n0, n1, m20, m21 = c["m0"], c["m1"], c["n0"], c["n1"], c["m20"], c["m21"]
     k10, k11, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
     vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
     rows = cdiv(c["q"], cv)
     resident = (rows * d * acc + 2 * rows * align32) if ctx.form == "baseline" else 0
     ub = (resident + np.maximum(vr * vc * acc * counts["reduce"], vr * c2 * acc * counts["binary"])
           + cdiv(m1, cv) * n1 * acc * RESULT_BUFFERS
-          + cdiv(m1, cv) * align_up(d, 64) * acc * RESULT_BUFFERS + cdiv(m1, 2) * acc
+          + cdiv(m21, cv) * align_up(d, 64) * acc * RESULT_BUFFERS + cdiv(m1, 2) * acc
           + 3 * cdiv(m1, cv) * align32 * KERNEL_TASK_NUM)  # FAI sumUb / maxUb / expUb x KERNEL_TASK_NUM
-    l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m1 * k21 + k21 * n21) * pb) * nbuf
+    l1 = (np.maximum((m1 * k11 + k11 * n1) * b, (m21 * k21 + k21 * n21) * pb) * nbuf
           + m1 * n1 * pb * KERNEL_TASK_NUM)
     nbytes = {"UB": ub, "L1": l1,
               "L0A C1": m0 * k10 * b, "L0B C1": k10 * n0 * b, "L0C C1": m0 * n0 * acc,
-              "L0A C2": m0 * k20 * pb, "L0B C2": k20 * n20 * pb, "L0C C2": m0 * n20 * acc}
+              "L0A C2": m20 * k20 * pb, "L0B C2": k20 * n20 * pb, "L0C C2": m20 * n20 * acc}
     capacity = {"UB": dev.ub_bytes, "L1": dev.l1_bytes}
     for stage in ("C1", "C2"):
         capacity |= {f"L0A {stage}": dev.l0a_bytes, f"L0B {stage}": dev.l0b_bytes, f"L0C {stage}": dev.l0c_bytes}
-    axes = ((m0, m1), (k10, k11), (n0, n1), (k20, k21), (n20, n21))
+    axes = ((m0, m1), (k10, k11), (n0, n1), (m20, m21), (k20, k21), (n20, n21))
     bad_align = np.logical_or.reduce([(lo <= 0) | (lo > hi) | (hi % np.maximum(lo, 1) != 0) | (lo % cube_aligned != 0)
                                       | (hi % cube_aligned != 0) for lo, hi in axes])
+    qa, kva = align_up(c["q"], cube_aligned), align_up(c["kv"], cube_aligned)
+    bad_step = ((qa % np.maximum(m1, 1) != 0) | (qa % np.maximum(m21, 1) != 0) | (kva % np.maximum(n1, 1) != 0)
+                | (kva % np.maximum(k21, 1) != 0))
     bad_tail = ((vc * acc) % align32 != 0) | ((vc * pb) % align32 != 0) | ((c2 * acc) % align32 != 0)
     in1 = max(o.inputs for o in ctx.plan.expansion.ops if o.stage == "V1")  # FP8 ops included when planned
     in2 = max(o.inputs for o in ctx.plan.expansion.ops if o.stage == "V2")
     exp_max = np.maximum(cdiv(c["q"], vr) * cdiv(c["kv"], vc) * (1 + in1), cdiv(c["q"], vr) * ceil(d / c2) * (1 + in2))
     limit = cat.constraint("C-TILE-04").param("expansion_limit")
     return Legality(bytes=nbytes, capacity=capacity, expansion_max=exp_max, expansion_limit=limit,
-                    bad_align=bad_align, bad_tail=bad_tail,
+                    bad_align=bad_align, bad_step=bad_step, bad_tail=bad_tail,
                     over={k: v > capacity[k] for k, v in nbytes.items()}, bad_expansion=exp_max > limit)

@@ -18,20 +18,41 @@ element-wise cost, the table has no TADD / TMAX); ``1 / l`` -> TDIVS. Column
 statistics ``[M, 1]`` are costed as ``[M, 8]`` tiles (a row padded to 32 B, C-TILE-02).
 
 Score of a candidate (``score_cycles``, cycles of the busiest cube core, a ranking
-figure, not a time): ``fill + (tasks_per_core - 1) x interval + roots x epilogue``,
-``fill = C1 + V1 + C2 + V2 + sched``, ``interval = max(C1 + C2, V1 + V2, sched,
-fill / KERNEL_TASK_NUM)``: the AIC runs C1 and C2 of different tasks in turn, the
-AIVs V1 and V2, the scheduler one dispatch after another, and at most
-``KERNEL_TASK_NUM`` tasks are in flight (opdesign.plan.buffers, FAI) so the latency of one task
-is spread over at most that many. ``sched`` is the per-task share of the dispatch
-overhead (:class:`CostParams`).
+figure, not a time). Per task ``fill = C1 + V1 + C2 + V2 + sched`` (the latency of one
+task through the chain) and ``interval = max(C1 + C2, V1 + V2, sched, fill / D)``: the
+AIC runs C1 and C2 of different tasks in turn, the AIVs V1 and V2, the scheduler one
+dispatch after another, and at most ``D = pipeline_depth`` (FAI ``KERNEL_TASK_NUM``) tasks
+are in flight so the latency of one task is spread over at most that many. ``sched`` is
+the per-task share of the dispatch overhead (:class:`CostParams`).
+
+What overlaps with what (FAI steady state, domain.md §7; the cost-model article; AT-23):
+
+* within one unit (one q block of ``head_group`` heads, its KV loop): C1 / C2 of task
+  t + 1 run on the AIC while V1 / V2 of task t run on the AIVs, up to ``D`` tasks deep;
+  the G chains of an AT-23 head group are tasks of the same unit, so they share one fill;
+* between units: a stream runs its units in program order, and a unit's first task waits
+  for nothing of the previous one but its KV loop starts empty (the online-softmax state
+  is per unit), so each unit pays ``fill - interval`` once and its epilogue on the AIV:
+  ``serial = units x fill + (tasks - units) x interval + roots x epilogue``;
+* ``streams`` S run S units at once on the same AIC and AIVs: one unit's fill, drain and
+  epilogue overlap another's steady state, so ``serial`` shrinks by
+  ``S_eff = min(S, units, D)`` (a stream without a unit adds nothing; the ring holds at
+  most ``D`` tasks, so at most ``D`` units progress at once), but never below the fully
+  pipelined core, ``pipelined = fill + (tasks - 1) x interval + roots x epilogue``
+  (every unit boundary hidden: the pipes are shared). Score =
+  ``max(pipelined, serial / S_eff)``. Each stream beyond the first costs
+  ``stream_switch_cycles`` per task in every stage, so streams past ``D`` only lose (the
+  article's eight streams regressed) and overlap pays only when a unit has few KV steps
+  (large tiles: the article's four grouped streams gained once tiles were large).
 
 Not modelled (each would move all candidates of a kind together, or needs a
 measurement we do not have): L1 operand reuse (``cube_l1_reuse_setting``), GM
 bandwidth contention between cores, mask arithmetic on diagonal causal blocks,
 merging partial row maxima / sums across column tiles, a5's direct UB -> L1 path
 for P (FAI on Ascend 950; every profile goes through GM here), compile time and
-graph size beyond the C-TILE-04 per-op limit.
+graph size beyond the C-TILE-04 per-op limit, and the UB / L1 of extra chains and
+streams (AT-23-R2 gives each chain its own accumulators; streams here share the
+``pipeline_depth`` task ring, so neither is charged to the budgets).
 """
 
 from __future__ import annotations
@@ -47,6 +68,8 @@ from opdesign.plan.tiles import vec_cols_v2
 from opdesign.spec import DTYPE_BYTES
 
 STAGES = ("C1", "V1", "C2", "V2", "sched")
+#: what bounds a candidate's score: a stage, or ``fill`` (unit fills / drains a stream cannot hide)
+BOTTLENECKS = (*STAGES, "fill")
 #: PTO instructions per vector tile (AT-01 steps, mapping in the module docstring)
 V1_INSTRS = ("TMULS", "TROWMAX", "TROWEXPAND", "TSUB", "TEXP", "TROWSUM")  # + TCVT of P
 FP8_V1_INSTRS = ("TMUL", "TROWMAX", "TROWEXPAND", "TMUL")  # V's per-token inv_scale into P; AT-08: row max, scale P
@@ -75,7 +98,8 @@ class CostParams(BaseModel):
     pipeline_depth: int = Field(
         KERNEL_TASK_NUM, ge=1,
         description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
-                    "(opdesign.plan.buffers.KERNEL_TASK_NUM), the depth the L1/UB static buffers are sized for.")
+                    "(opdesign.plan.buffers.KERNEL_TASK_NUM), the depth the L1/UB static buffers are sized for; "
+                    "streams share that ring, so at most this many units overlap (S_eff = min(streams, units, depth)).")
 
 
 
@@ -104,7 +128,7 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
     b, pb, acc = DTYPE_BYTES[dt], DTYPE_BYTES[pdt], ACC_BYTES
     col_w = load_catalog().constraint("C-TILE-02").param("align_bytes") // acc
     page = s.block_size if spec.kv_cache == "paged" else None
-    q, kv, m0, m1, n0, n1 = c["q"], c["kv"], c["m0"], c["m1"], c["n0"], c["n1"]
+    q, kv, m0, m1, n0, n1, m20, m21 = c["q"], c["kv"], c["m0"], c["m1"], c["n0"], c["n1"], c["m20"], c["m21"]
     k10, d1, k20, k21, n20, n21 = c["k10"], c["k11"], c["k20"], c["k21"], c["n20"], c["n21"]
     vr, vc, c2 = c["vr"], c["vc"], vec_cols_v2(d)
     fp8 = spec.quant == "fp8"
@@ -117,14 +141,14 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
         blocks * cdiv(m1, m0) * cdiv(n1, n0) * cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
         _xfer(ctx, "l0c_to_gm", blocks * cdiv(m1, m0) * cdiv(n1, n0), blocks * m1 * n1 * acc),
     ])
-    chunks = cdiv(q, m1) * cdiv(d1, n21) * cdiv(kv, k21)
+    chunks = cdiv(q, m21) * cdiv(d1, n21) * cdiv(kv, k21)
     pages_v = cdiv(k21, page) if page else 1
     c2_cycles = np.maximum.reduce([
-        _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m1 * k21 + k21 * n21) * pb),
-        _xfer(ctx, "l1_to_l0a", chunks, chunks * m1 * k21 * pb)
+        _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m21 * k21 + k21 * n21) * pb),
+        _xfer(ctx, "l1_to_l0a", chunks, chunks * m21 * k21 * pb)
         + _xfer(ctx, "l1_to_l0b", chunks, chunks * k21 * n21 * pb),
-        chunks * cdiv(m1, m0) * cdiv(k21, k20) * cdiv(n21, n20) * matmul_cycles(m0, k20, n20, pdt, dev),
-        _xfer(ctx, "l0c_to_gm", cdiv(q, m1) * cdiv(d1, n21) * cdiv(m1, m0) * cdiv(n21, n20), q * n21 * acc),
+        chunks * cdiv(m21, m20) * cdiv(k21, k20) * cdiv(n21, n20) * matmul_cycles(m20, k20, n20, pdt, dev),
+        _xfer(ctx, "l0c_to_gm", cdiv(q, m21) * cdiv(d1, n21) * cdiv(m21, m20) * cdiv(n21, n20), q * n21 * acc),
     ])
 
     rows = cdiv(q, dev.aiv_per_aic)
@@ -286,30 +310,35 @@ def useful_streams(streams: np.ndarray, units: np.ndarray, choices: tuple[int, .
 
 def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
           load: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Stage cycles per task, ``score_cycles`` and the bottleneck index per candidate.
+    """Stage cycles per task, ``score_cycles`` and the bottleneck index per candidate (module docstring).
 
-    Streams overlap only independent units: ``streams_eff = min(streams, units on the
-    busiest core)``. ``sched = task_overhead_cycles x bodies / tasks / streams_eff``;
-    each stream beyond the first adds ``stream_switch_cycles`` to every stage.
-    Bottleneck: the slowest stage of the unit that bounds the interval (AIC: C1 or
-    C2, AIV: V1 or V2), ``sched`` when the scheduler does, and the slowest stage
-    overall when the pipeline depth does.
+    ``sched = task_overhead_cycles x bodies / tasks / S_eff`` (streams dispatch side by side);
+    each configured stream beyond the first that has a unit adds ``stream_switch_cycles`` to every
+    stage. Bottleneck (index into :data:`BOTTLENECKS`): ``fill`` when the exposed unit fills bound
+    the score (``serial / S_eff`` above ``pipelined``: more streams or a head group would help),
+    else the slowest stage of the unit that bounds the interval (AIC: C1 or C2, AIV: V1 or V2),
+    ``sched`` when the scheduler does, and the slowest stage overall when the pipeline depth does.
     """
     st = stage_cycles(ctx, c)
     load = core_loads(ctx, c) if load is None else load
-    streams = np.minimum(c["s"], np.maximum(load["units"], 1))
-    switch = params.stream_switch_cycles * (streams - 1)
+    units = np.minimum(np.maximum(load["units"], 1), np.maximum(load["tasks"], 1))  # units with work
+    running = np.minimum(c["s"], units)  # streams that hold a unit
+    overlap = np.minimum(running, params.pipeline_depth)  # S_eff
+    switch = params.stream_switch_cycles * (running - 1)
     stages = {k: st[k] + switch for k in ("C1", "V1", "C2", "V2")}
-    stages["sched"] = params.task_overhead_cycles * load["bodies"] / np.maximum(load["tasks"], 1) / streams
+    stages["sched"] = params.task_overhead_cycles * load["bodies"] / np.maximum(load["tasks"], 1) / overlap
     fill = sum(stages.values())
     bounds = np.stack([stages["C1"] + stages["C2"], stages["V1"] + stages["V2"], stages["sched"],
                        fill / params.pipeline_depth], axis=1)
     interval = bounds.max(axis=1)
-    total = fill + np.maximum(load["tasks"] - 1, 0) * interval + load["roots"] * st["epilogue"]
+    tasks, epilogues = load["tasks"], load["roots"] * st["epilogue"]
+    pipelined = fill + np.maximum(tasks - 1, 0) * interval + epilogues
+    serial = units * fill + np.maximum(tasks - units, 0) * interval + epilogues
+    total = np.maximum(pipelined, serial / overlap)
     per_stage = np.stack([stages[k] for k in STAGES], axis=1)
     which = bounds.argmax(axis=1)
     bottleneck = np.select(
-        [which == 0, which == 1, which == 2],
-        [np.where(stages["C1"] >= stages["C2"], 0, 2), np.where(stages["V1"] >= stages["V2"], 1, 3),
-         np.full(len(which), 4)], per_stage.argmax(axis=1))
+        [serial / overlap > pipelined, which == 0, which == 1, which == 2],
+        [np.full(len(which), BOTTLENECKS.index("fill")), np.where(stages["C1"] >= stages["C2"], 0, 2),
+         np.where(stages["V1"] >= stages["V2"], 1, 3), np.full(len(which), 4)], per_stage.argmax(axis=1))
     return {"stages": per_stage, "score": np.rint(total), "bottleneck": bottleneck, "epilogue": st["epilogue"], **load}

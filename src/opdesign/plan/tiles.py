@@ -40,7 +40,8 @@ def l0_for(l1: int, cap: int, align: int) -> int:
 
 
 def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, card: Card,
-                      qk_tile: int | None = None, pv_tile: int | None = None) -> dict[str, CubeTile]:
+                      qk_tile: int | tuple[int, int] | None = None,
+                      pv_tile: int | tuple[int, int] | None = None) -> dict[str, CubeTile]:
     """C1 (S = Q K^T: m=q rows, k=head_dim, n=kv cols) and C2 (O = P V: m=q rows, k=kv, n=head_dim).
 
     Safe baseline: the card's ``safe_cube_tile`` (``[128, 128]``) per axis clipped
@@ -50,21 +51,26 @@ def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, card: Ca
     C-TILE-05. A cost-model candidate (:mod:`opdesign.costmodel`) passes
     ``qk_tile`` (the L0 = L1 tile of C1's m and n and of C2's m, replacing the
     safe tile) and ``pv_tile`` (C2's k L1 tile); both default to the rule above.
+    Rectangular tiles: ``qk_tile = (m, n)`` sets C1's m and n apart, ``pv_tile = (m, k)``
+    sets C2's m (then independent of C1's) and k. Each L1 is clipped to the aligned step
+    (``q_tile`` for m, ``kv_tile`` for C1 n and C2 k).
     """
     safe = card.param("safe_cube_tile")
     align = cube_align(spec.dtype)
     d = spec.shape.head_dim
-    qk = qk_tile or safe
-    m1 = min(qk, align_up(q_tile, align))
-    n1 = min(qk, align_up(kv_tile, align))
-    k_c2 = min(pv_tile or (2 * safe if form == "performance" else safe), align_up(kv_tile, align))
+    qk_m, qk_n = qk_tile if isinstance(qk_tile, tuple) else (qk_tile or safe,) * 2
+    pv_m, pv_k = pv_tile if isinstance(pv_tile, tuple) else (qk_m, pv_tile)
+    m1 = min(qk_m, align_up(q_tile, align))
+    n1 = min(qk_n, align_up(kv_tile, align))
+    m2 = min(pv_m, align_up(q_tile, align))
+    k_c2 = min(pv_k or (2 * safe if form == "performance" else safe), align_up(kv_tile, align))
     d_l1 = align_up(d, align)
     dt = spec.dtype
     ax = lambda l1, cap=safe: (l0_for(l1, cap, align), l1)  # noqa: E731
     return {
-        "C1": CubeTile(stage="C1", m=ax(m1, qk), k=ax(d_l1), n=ax(n1, qk), operand_dtype=dt,
+        "C1": CubeTile(stage="C1", m=ax(m1, qk_m), k=ax(d_l1), n=ax(n1, qk_n), operand_dtype=dt,
                        reason=text("cube.c1")),
-        "C2": CubeTile(stage="C2", m=ax(m1, qk), k=ax(k_c2), n=ax(d_l1), operand_dtype="fp8" if spec.quant == "fp8" else dt,
+        "C2": CubeTile(stage="C2", m=ax(m2, pv_m), k=ax(k_c2), n=ax(d_l1), operand_dtype="fp8" if spec.quant == "fp8" else dt,
                        reason=text("cube.c2")),
     }
 

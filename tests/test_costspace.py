@@ -1,0 +1,113 @@
+"""Cost-model candidate space (issue 11 item 3): the plan fields a ranked row pins, rectangular cube
+tiles in the kernel."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from conftest import EXAMPLES, REPO, run_cli
+from opdesign.costmodel import plan_fields, rank_candidates, with_cube_tiles
+from opdesign.costmodel.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
+from opdesign.costmodel.stages import core_loads, useful_streams
+from opdesign.render.design import render_all
+from opdesign.skeletons.registry import estimate
+from opdesign.spec import load_spec
+from opdesign.validate.api_surface import check_source
+
+DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
+
+
+def test_plan_fields_of_a_row_and_of_its_json_dict_agree() -> None:
+    ranking = rank_candidates(DENSE, estimate(DENSE), top=3)
+    row = ranking.rows[0]
+    fields = plan_fields(row)
+    assert list(fields) == ["q_tile", "kv_tile", "qk_tile", "pv_tile", "streams", "head_group", "unroll_factor",
+                            "vec_tile", "cube_tiles"]
+    assert fields["qk_tile"] == [row.cube_tiles["C1"]["m"][1], row.cube_tiles["C1"]["n"][1]]
+    assert fields["pv_tile"] == [row.cube_tiles["C2"]["m"][1], row.cube_tiles["C2"]["k"][1]]
+    assert (fields["q_tile"], fields["kv_tile"], fields["streams"]) == (row.q_tile, row.kv_tile, row.streams)
+    proc = run_cli("rank", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--top", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [plan_fields(r) for r in json.loads(proc.stdout)["rows"]] == [plan_fields(r) for r in ranking.rows]
+
+
+def test_with_cube_tiles_renders_rectangular_qk_and_pv_tiles() -> None:
+    plan = estimate(DENSE)
+    fields = plan_fields(rank_candidates(DENSE, plan, top=1).chosen)
+    fields["cube_tiles"] = {"C1": {"m": [128, 128], "k": [128, 128], "n": [64, 256]},
+                            "C2": {"m": [64, 64], "k": [128, 512], "n": [128, 128]}}
+    ranked = with_cube_tiles(plan, fields)
+    kernel = render_all(ranked, "en")[f"{plan.op_name}_kernel.py"]
+    ast.parse(kernel)
+    assert check_source(kernel) == []
+    assert "pypto.set_cube_tile_shapes([128, 128], [128, 128], [64, 256])" in kernel
+    assert "pypto.set_cube_tile_shapes([64, 64], [128, 512], [128, 128])" in kernel
+    with pytest.raises(ValueError, match="plan the SPEC with them first"):
+        with_cube_tiles(plan, {**fields, "q_tile": plan.q_tile // 2})
+
+
+# --- overlap: streams and AT-23 head groups (the article's shape) -----------------------------
+
+ARTICLE = load_spec(REPO / "tests" / "fixtures" / "sk01" / "article_dense_8192_h32.yaml")
+
+
+@pytest.fixture(scope="module")
+def article_form():
+    return rank_candidates(ARTICLE, estimate(ARTICLE), within_form=True)
+
+
+def _score_by_streams(ranking, kv_tile: int) -> dict[int, tuple[int, str]]:
+    """Streams -> (score, bottleneck) of the plan's tiles at ``kv_tile`` (G 1, unroll 1)."""
+    ch = ranking.chosen
+    return {r.streams: (r.score_cycles, r.bottleneck) for r in ranking.rows
+            if (r.kv_tile, r.qk_tile, r.pv_tile, r.vec_tile, r.head_group, r.unroll_factor)
+            == (kv_tile, ch.qk_tile, ch.pv_tile, ch.vec_tile, 1, 1)}
+
+
+def test_streams_take_every_count_on_legal_rows() -> None:
+    ctx = context(ARTICLE, estimate(ARTICLE))
+    c = enumerate_candidates(ctx)
+    keep = useful_streams(c["s"], core_loads(ctx, c)["units"], STREAM_COUNTS)
+    legal = check_rules(ctx, c).legal & keep
+    assert sorted(set(c["s"][legal].tolist())) == [1, 2, 4, 8]
+
+
+def test_a_stream_row_ranks_above_every_single_stream_row() -> None:
+    ranking = rank_candidates(ARTICLE, estimate(ARTICLE), top=12)
+    # q_tile 128 with kv_tile 8192: one KV step per unit, 13 units per core; one stream pays every fill
+    assert [r.streams for r in ranking.rows] == [2] * 4 + [4] * 4 + [8] * 4
+    assert ranking.rows[0].form_rules == ["SK-01-P1"] and ranking.rows[0].bottleneck == "V1"
+
+
+def test_overlap_pays_once_the_tiles_are_large(article_form) -> None:
+    """Within the form (q_tile 4096, 4 units on the busiest core): the larger the KV tile, the fewer
+    steps per unit and the more a second stream saves; the plan's one-stream row is fill-bound."""
+    gains = {}
+    for kv in (256, 512, 1024, 2048):
+        by = _score_by_streams(article_form, kv)
+        assert set(by) == {1, 2, 4} and by[1][1] == "fill" and by[2][1] == "V1"
+        assert by[2][0] < by[4][0] < by[1][0]   # two streams reach the pipelined bound; four only add switches
+        gains[kv] = round(100 * (by[1][0] - by[2][0]) / by[1][0], 2)
+    assert gains == {256: 1.56, 512: 3.34, 1024: 7.17, 2048: 13.86}
+    assert article_form.chosen.score_cycles == _score_by_streams(article_form, 1024)[1][0] == 39934656
+
+
+def test_head_groups_hide_fills_like_streams(article_form) -> None:
+    """AT-23: 64 roots on 20 cores; G 4 puts the four heads of a core in one unit (one fill) instead
+    of four units (four fills), so it is no longer several times worse than G 1."""
+    ch = article_form.chosen
+    by_g = {(r.head_group, r.streams): r.score_cycles for r in article_form.rows
+            if (r.kv_tile, r.qk_tile, r.pv_tile, r.vec_tile, r.unroll_factor)
+            == (ch.kv_tile, ch.qk_tile, ch.pv_tile, ch.vec_tile, 1)}
+    assert by_g[(4, 1)] < by_g[(1, 1)] and by_g[(2, 1)] < by_g[(1, 1)]
+    assert by_g[(4, 1)] <= by_g[(1, 2)]
+
+
+def test_eight_streams_regress_against_four() -> None:
+    ranking = rank_candidates(ARTICLE, estimate(ARTICLE), top=12)
+    four = [r for r in ranking.rows if r.streams == 4]
+    eight = [r for r in ranking.rows if r.streams == 8]
+    assert four and eight and eight[0].score_cycles > four[0].score_cycles
