@@ -5,6 +5,7 @@ cycles and the FAI pipeline, :mod:`.rank` the ranking. It takes a SPEC and its p
 estimator; text rendering is :mod:`opdesign.render.costmodel`.
 """
 
+from opdesign.costmodel.pins import plan_fields, with_cube_tiles
 from opdesign.costmodel.rank import (
     CandidateRow,
     CostParams,
@@ -17,4 +18,4 @@ from opdesign.costmodel.rank import (
 )
 
 __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
-           "tuning_candidates", "tuning_from_ranking"]
+           "plan_fields", "tuning_candidates", "tuning_from_ranking", "with_cube_tiles"]
