@@ -7,7 +7,8 @@ against the hard rules twice: the cost model's vectorised rules (C-TILE-02/03/04
 rule, e.g. the performance invariants SK-01-P1 / SK-01-P2). A broken rule is an input error
 (exit 2) that names its id.
 
-:func:`pins_from_row` is the one place that maps a ranked row to the plan fields it pins.
+:func:`pins_from_row` maps a ranked row to the plan fields it pins (through the cost model's
+:func:`~opdesign.costmodel.plan_fields`).
 """
 
 from __future__ import annotations
@@ -82,10 +83,14 @@ def parse_tiles(text: str) -> TilePins:
 
 
 def pins_from_row(row: CandidateRow) -> TilePins:
-    """The plan fields a ranked row pins (the switch point for the rectangular candidate space)."""
-    return TilePins(q_tile=row.q_tile, kv_tile=row.kv_tile, qk_tile=row.qk_tile, pv_tile=row.pv_tile,
-                    vec_tile=tuple(row.vec_tile), unroll_factor=row.unroll_factor, head_group=row.head_group,
-                    streams=row.streams)
+    """The plan fields a ranked row pins (:func:`opdesign.costmodel.plan_fields`): its tiles, unroll, G,
+    streams and its cube TileShapes exactly (rectangular QK / PV tiles included)."""
+    from opdesign.costmodel import plan_fields
+
+    f = plan_fields(row)
+    return TilePins(q_tile=f["q_tile"], kv_tile=f["kv_tile"], vec_tile=tuple(f["vec_tile"]),
+                    unroll_factor=f["unroll_factor"], head_group=f["head_group"], streams=f["streams"],
+                    cube_tiles=f["cube_tiles"])
 
 
 def _rule_ids_cost(spec: Spec, plan: Plan) -> tuple[list[str], str]:
@@ -216,13 +221,12 @@ def _find_row(spec: Spec, default: Plan, plan: Plan, pins: TilePins, params: Cos
     from opdesign.costmodel import rank_candidates
 
     rows = rank_candidates(spec, default, params=params).rows
-    want = {"q_tile": plan.q_tile, "kv_tile": plan.kv_tile, "qk_tile": plan.cube_tiles["C1"].n[1],
-            "pv_tile": plan.cube_tiles["C2"].k[1], "vec_tile": tuple(plan.vec_tiles["V1"].shape),
+    want = {"q_tile": plan.q_tile, "kv_tile": plan.kv_tile, "vec_tile": tuple(plan.vec_tiles["V1"].shape),
+            "cube_tiles": {s: {ax: list(getattr(t, ax)) for ax in ("m", "k", "n")} for s, t in plan.cube_tiles.items()},
             "unroll_factor": plan.unroll_factor, "head_group": pins.head_group or 1, "streams": pins.streams or 1}
     for r in rows:
-        got = {"q_tile": r.q_tile, "kv_tile": r.kv_tile, "qk_tile": r.cube_tiles["C1"]["n"][1],
-               "pv_tile": r.cube_tiles["C2"]["k"][1], "vec_tile": tuple(r.vec_tile), "unroll_factor": r.unroll_factor,
-               "head_group": r.head_group, "streams": r.streams}
+        got = {"q_tile": r.q_tile, "kv_tile": r.kv_tile, "vec_tile": tuple(r.vec_tile), "cube_tiles": r.cube_tiles,
+               "unroll_factor": r.unroll_factor, "head_group": r.head_group, "streams": r.streams}
         if got == want:
             return r
     return None

@@ -22,3 +22,6 @@ class TilePins(BaseModel):
     unroll_factor: int | None = Field(None, description="KV-loop unroll factor")
     head_group: int | None = Field(None, description="AT-23 head group G (stated, not generated)")
     streams: int | None = Field(None, description="task streams per core (stated, not generated)")
+    cube_tiles: dict[str, dict[str, list[int]]] | None = Field(
+        None, description="C1 / C2 m, k, n as [L0, L1] exactly (a ranked row's tiles, rectangular ones included); "
+                          "replaces what qk_tile / pv_tile would give")

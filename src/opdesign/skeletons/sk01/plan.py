@@ -123,6 +123,9 @@ def _pinned(spec: Spec, form: str, sk01, device, pins: TilePins, fitted):
                                     source="opdesign new --candidate / --tiles (cost-model candidate)")
     q_tile, kv_tile = decisions[0].value, decisions[1].value
     cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01, qk_tile=pins.qk_tile, pv_tile=pins.pv_tile)
+    if pins.cube_tiles is not None:  # a ranked row's TileShapes as they are (same axes, same operand dtypes)
+        cube = {stage: t.model_copy(update={ax: tuple(pins.cube_tiles[stage][ax]) for ax in ("m", "k", "n")})
+                for stage, t in cube.items()}
     if pins.vec_tile is not None:
         vec = vec_tiles(spec, q_tile, kv_tile, *pins.vec_tile)
         ub = ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim, resident_state=form == "baseline",
