@@ -145,8 +145,10 @@ def simulate(kernel_text: str, shape: dict[str, Any], *, timeout: float, python:
 
 def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k: int, *, top: int = 20,
              timeout: float = 900.0, progress: Callable[[str], None] | None = None,
-             python: str | None = None) -> dict[str, Any]:
+             python: str | None = None, only: list[int] | None = None) -> dict[str, Any]:
     """Simulate the picks of ``ranking`` (every legal row) and compare; returns the ``--json`` report.
+
+    ``only``: simulate just these of the picks (ranks), e.g. to split one SPEC's picks over processes.
 
     Raises:
         ExtraMissingError: the ``opdesign[pypto]`` extra is missing (or not PyPTO 0.2.0).
@@ -164,6 +166,8 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
     # of a G 1 / S 1 row, so the picks are made among the rows the kernel expresses (ranks keep their numbers)
     eligible = [r.rank for r in ranking.rows if r.head_group == 1 and r.streams == 1]
     picks = [eligible[i - 1] for i in sim_picks(len(eligible), k)]
+    if only is not None:
+        picks = [r for r in picks if r in set(only)]
     shape = _sim_shape(plan, spec)
     by_rank = {r.rank: r for r in ranking.rows}
     sims: dict[int, dict[str, Any]] = {}
