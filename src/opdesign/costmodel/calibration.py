@@ -59,7 +59,7 @@ def fit_params(samples: list[tuple[object, object, list[dict]]], rescore) -> dic
     default parameters first, then the grid order). Returns ``{"params", "spearman", "default_spearman",
     "table"}``.
     """
-    from opdesign.simrank import spearman
+    from opdesign.costmodel.agreement import spearman
 
     def mean_rho(params: CostParams) -> float:
         rhos = []
