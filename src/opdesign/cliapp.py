@@ -85,6 +85,10 @@ def new(
                                   "contract, references/artifacts.yaml) or en (English headings: readable, "
                                   "but the CANNBot validator reports every chapter missing)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing files", metavar=FLAG),
+    candidate: int = typer.Option(None, "--candidate", help="design rank N of `opdesign rank` (SK-01)", metavar="N"),
+    tiles: str = typer.Option(None, "--tiles", metavar="K=V,..", help="pin tiles: q_tile=..,kv_tile=..,"
+                              "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=.."),
+    uncalibrated: bool = typer.Option(False, "--uncalibrated", help="rank with the raw CostParams", metavar=FLAG),
     quiet: bool = quiet_option(),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
@@ -103,7 +107,17 @@ def new(
         except streams.StreamError as err:
             raise ToolIOError(f"stdout: {err} (nothing written)") from None
 
-    result = new_design(spec, out, lang=lang, force=force, before_publish=announce)
+    from opdesign.costmodel.calibration import load_params
+
+    params, pinned = load_params(not uncalibrated), None
+    if candidate is not None or tiles is not None:
+        from opdesign.candidate import pinned_plan
+        from opdesign.spec import load_spec
+
+        if candidate is not None and tiles is not None:
+            raise InputError("--candidate and --tiles are mutually exclusive (give one)")
+        pinned = pinned_plan(load_spec(spec), spec, candidate=candidate, tiles=tiles, params=params)
+    result = new_design(spec, out, lang=lang, force=force, before_publish=announce, plan=pinned, params=params)
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
     note(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
@@ -251,26 +265,9 @@ def verify_cmd(
 # === rank ===
 
 
-@app.command("rank")
-def rank_cmd(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)", metavar="FILE"),
-    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected; N >= 1)", metavar="N"),
-    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON", metavar=FLAG),
-    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids",
-                                       metavar=FLAG),
-    within_form: bool = typer.Option(False, "--within-form", help="leave out candidates that break the plan's form "
-                                     "(flagged in form_rules otherwise)", metavar=FLAG),
-    quiet: bool = quiet_option(),
-) -> None:
-    """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
-    from opdesign.pipeline import plan_from_spec, rank_spec
-    from opdesign.render.costmodel import render_ranking_text
-    from opdesign.spec import load_spec
+from opdesign.clirank import rank_cmd  # noqa: E402  (its own module: the ranking and its SIM check)
 
-    loaded = load_spec(spec)  # read once
-    ranking = rank_spec(loaded, plan_from_spec(loaded, spec), top, show_rejected, within_form=within_form)
-    echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json
-         else render_ranking_text(ranking, show_rejected, trailer=not is_quiet()), nl=as_json)
+app.command("rank")(rank_cmd)
 
 # === tool / mcp ===
 

@@ -75,16 +75,17 @@ def golden_module_count(spec: Spec, spec_path: Path, read: GoldenReader | None =
     return report.module_count, report.reason
 
 
-def plan_from_spec_file(spec_path: str | Path, tuning: bool = False) -> Plan:
+def plan_from_spec_file(spec_path: str | Path, tuning: bool = False, *, params: CostParams | None = None) -> Plan:
     """Load, validate and estimate a SPEC file (raises SpecError on bad input).
 
     ``tuning=True`` adds the cost-model rank and tuning candidates (:func:`with_tuning`).
     """
     path = Path(spec_path)
-    return plan_from_spec(load_spec(path), path, tuning=tuning)
+    return plan_from_spec(load_spec(path), path, tuning=tuning, params=params)
 
 
-def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False, read: GoldenReader | None = None) -> Plan:
+def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False, read: GoldenReader | None = None, *,
+                   params: CostParams | None = None) -> Plan:
     """Estimate a loaded SPEC (``spec_path`` names it; its golden is read with ``read``, see above)."""
     path = Path(spec_path)
     module_count = golden_module_count(spec, path, read)
@@ -94,7 +95,7 @@ def plan_from_spec(spec: Spec, spec_path: str | Path, tuning: bool = False, read
         if err.message.startswith(f"{path}:"):
             raise
         raise SpecError(f"{path}: {err.message}", err.details) from None
-    return with_tuning(spec, plan) if tuning else plan
+    return with_tuning(spec, plan, params) if tuning else plan
 
 
 def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
@@ -106,16 +107,17 @@ def rank_spec(spec: Spec, plan: Plan, top: int | None = None, include_rejected: 
             is valid, the command does not cover it (``invalid_input``, as for any argument it refuses).
     """
     from opdesign.costmodel import rank_candidates
+    from opdesign.costmodel.calibration import load_params
 
     if not skeleton_of(plan).ranked:
         ranked = [s.id for s in SKELETONS if s.ranked]
         raise InputError(f"rank: ranking covers {', '.join(ranked)} only; {spec.op_name} is a valid SPEC planned with "
                          f"{plan.skeleton.id} (`opdesign estimate` prints its plan)",
                          {"field": "spec", "skeleton": plan.skeleton.id, "ranked": ranked})
-    return rank_candidates(spec, plan, top, include_rejected, params=params, within_form=within_form)
+    return rank_candidates(spec, plan, top, include_rejected, params=params or load_params(), within_form=within_form)
 
 
-def with_tuning(spec: Spec, plan: Plan) -> Plan:
+def with_tuning(spec: Spec, plan: Plan, params: CostParams | None = None) -> Plan:
     """The plan plus the cost-model rank of its tiles and the next best legal candidates.
 
     Plans of a skeleton the cost model does not rank come back unchanged. Kept out of
@@ -125,24 +127,28 @@ def with_tuning(spec: Spec, plan: Plan) -> Plan:
     if not skeleton_of(plan).ranked:
         return plan
     from opdesign.costmodel import rank_candidates, tuning_from_ranking
+    from opdesign.costmodel.calibration import load_params
 
     # ranked once: the plan's rank and the next best among the candidates that keep the plan's form
-    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1, within_form=True)
+    ranking = rank_candidates(spec, plan, top=TUNING_COUNT + 1, within_form=True, params=params or load_params())
     return plan.model_copy(update={"cost_rank": ranking.chosen_rank, "cost_legal": ranking.legal,
                                    "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT)})
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = DEFAULT_LANG,
                force: bool = False, before_publish: Callable[[list[Path]], None] | None = None, *,
-               spec: Spec | None = None) -> NewResult:
+               spec: Spec | None = None, plan: Plan | None = None, params: CostParams | None = None) -> NewResult:
     """``opdesign new``: plan the SPEC and write the artifacts under ``out_dir``, all or nothing.
 
     ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
     invalid, a target exists without ``force``, or ``before_publish`` (called with the paths about to
     be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
+    ``plan``: a plan made already (``opdesign new --candidate`` / ``--tiles``: :mod:`opdesign.candidate`).
+    ``params``: cost-model figures of the ranking (default: the committed calibration, else CostParams).
     """
-    plan = (plan_from_spec(spec, spec_path, tuning=True) if spec is not None
-            else plan_from_spec_file(spec_path, tuning=True))
+    if plan is None:
+        plan = (plan_from_spec(spec, spec_path, tuning=True, params=params) if spec is not None
+                else plan_from_spec_file(spec_path, tuning=True, params=params))
     files = render_all(plan, lang)
     out = Path(out_dir) if out_dir is not None else Path(plan.op_name)
     paths = [out / rel for rel in files]

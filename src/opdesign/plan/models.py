@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, WithJsonSchema, computed_field, model_serializer
 
+from opdesign.plan.pins import TilePins
 from opdesign.spec import DTYPE_BYTES
 
 Stage = Literal["C1", "V1", "C2", "V2"]
@@ -307,6 +308,8 @@ class Plan(_Model):
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")
     cost_legal: int | None = Field(None, description="number of legal candidates ranked")
     tuning: list[dict[str, Any]] = Field(default_factory=list, description="next best legal candidates with estimated gain")
+    pins: TilePins | None = Field(None, exclude=True, description="tiles pinned by `new --candidate` / `--tiles`")
+    candidate: dict[str, Any] | None = Field(None, exclude=True, description="pinned design vs the default (rank, changes)")
     topk: int | None = Field(None, description="top-k KV positions per query (tokens)")
     window: int | None = Field(None, description="sliding-window width (tokens)")
     tile_decisions: list[Decision] = Field(description="q_tile and kv_tile with their basis")

@@ -23,10 +23,11 @@ from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
+from opdesign.plan.pins import TilePins
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.skeletons.sk01.budget import ub_budget
-from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows
+from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows, vec_tiles
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant, varlen_balance
 from opdesign.spec import DTYPE_BYTES, Spec
 
@@ -72,9 +73,9 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
     ]
 
 
-def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device):
+def _budgets(spec: Spec, form: str, q_tile: int, kv_tile: int, sk01, device, cube=None):
     """Cube and vector tiles for (q_tile, kv_tile) and the UB, L1 and L0 budgets they imply."""
-    cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
+    cube = cube or choose_cube_tiles(spec, form, q_tile, kv_tile, sk01)
     vec = choose_vec_tiles(spec, form, q_tile, kv_tile, cube, device, sk01)
     ub = ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim,
                           resident_state=form == "baseline", cube=cube, vec=vec)
@@ -114,11 +115,41 @@ def _fit(spec: Spec, form: str, sk01, device):
     return q_tile, kv_tile, decisions, cube, vec, ub, l1, l0
 
 
-def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None, **overrides) -> Plan:
+def _pinned(spec: Spec, form: str, sk01, device, pins: TilePins, fitted):
+    """``fitted`` with the pinned knobs in place: pinned q / kv tiles (their decisions say so), cube tiles
+    from the pinned QK / PV tiles, the pinned V1 tile (else the form's rule for the new tiles), budgets."""
+    q_tile, kv_tile, decisions = fitted[0], fitted[1], list(fitted[2])
+    for i, (name, value) in enumerate((("q_tile", pins.q_tile), ("kv_tile", pins.kv_tile))):
+        if value is not None and value != decisions[i].value:
+            decisions[i] = Decision(name=name, value=value, basis=text("sk01.tile.pinned", name=name, value=value,
+                                                                       default=decisions[i].value),
+                                    source="opdesign new --candidate / --tiles (cost-model candidate)")
+    q_tile, kv_tile = decisions[0].value, decisions[1].value
+    cube = choose_cube_tiles(spec, form, q_tile, kv_tile, sk01, qk_tile=pins.qk_tile, pv_tile=pins.pv_tile)
+    if pins.cube_tiles is not None:  # a ranked row's TileShapes as they are (same axes, same operand dtypes)
+        cube = {stage: t.model_copy(update={ax: tuple(pins.cube_tiles[stage][ax]) for ax in ("m", "k", "n")})
+                for stage, t in cube.items()}
+    if pins.vec_tile is not None:
+        vec = vec_tiles(spec, q_tile, kv_tile, *pins.vec_tile)
+        ub = ub_budget(device, q_tile=q_tile, head_dim=spec.shape.head_dim, resident_state=form == "baseline",
+                       cube=cube, vec=vec)
+        nbuf = next((r.value for r in sk01.config if r.key == "pass_options.cube_nbuffer_setting" and not r.when),
+                    {-1: 1})
+        l1 = l1_budget(device, cube, nbuf.get(-1, 1))
+        l0 = [b for t in cube.values() for b in l0_budgets(device, t)]
+    else:
+        cube, vec, ub, l1, l0 = _budgets(spec, form, q_tile, kv_tile, sk01, device, cube)
+    return q_tile, kv_tile, decisions, cube, vec, ub, l1, l0
+
+
+def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None, pins: TilePins | None = None,
+                  **overrides) -> Plan:
     """Plan a SPEC with the SK-01 online flash attention skeleton.
 
     ``overrides`` are extra :class:`Plan` fields set by a caller that falls back
-    to SK-01 (e.g. ``fallback_from``, ``skeleton_checks`` from SK-02).
+    to SK-01 (e.g. ``fallback_from``, ``skeleton_checks`` from SK-02). ``pins`` replaces the
+    form's tiles by a ranked candidate's or hand-pinned ones (the form stays the SPEC's);
+    the caller checks the pinned tiles against the hard rules (``opdesign.pipeline``).
 
     The performance form is taken when its four conditions hold and its tiles fit the device;
     when they do not fit, the plan goes back to the safe baseline (SK-01 card: breaking an
@@ -154,16 +185,24 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     else:
         form_reason = text("sk01.form.baseline", failed=[
             text("sk01.form.failed", id=c.id, condition=c.condition, observed=c.observed) for c in failed])
+    if pins is not None:
+        fitted = _pinned(spec, form, sk01, device, pins, fitted)
     q_tile, kv_tile, tile_decisions, cube, vec, ub, l1, l0 = fitted
     q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
     variant = sk01_variant(spec)
     over = _over(ub, l1, l0)
-    if over:
+    if over and pins is None:  # pinned tiles: the caller names the broken rule (opdesign.candidate)
         raise SpecError(
             "shape: no legal tiling: " + "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over)
             + " (C-TILE-03)"
         )
     unroll = choose_unroll(spec, sk01, variant, kv_tile, form)
+    if pins is not None and pins.unroll_factor is not None and pins.unroll_factor != unroll.unroll_factor:
+        unroll = unroll.model_copy(update={"unroll_factor": pins.unroll_factor, "unroll_list": [pins.unroll_factor],
+                                           "reason": text("sk01.unroll.pinned", factor=pins.unroll_factor,
+                                                          default=unroll.unroll_factor),
+                                           "remainder_rule": text("unroll.factor_1") if pins.unroll_factor == 1
+                                           else text("sk01.unroll.remainder", factor=pins.unroll_factor)})
     kv_loop = "range" if form == "performance" else ("loop_unroll" if unroll.unroll_factor > 1 else "pypto.loop")
     exp = expansion(q_tile, kv_tile, s.head_dim, vec, kv_tiles if kv_loop == "range" else 1,
                     fp8=spec.quant == "fp8")
@@ -242,7 +281,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
-        **overrides,
+        pins=pins, **overrides,
     )
     return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
 

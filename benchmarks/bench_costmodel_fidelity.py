@@ -1,0 +1,111 @@
+"""Cost-model fidelity against PyPTO SIM: Spearman rho, Kendall tau and top-1 regret per SPEC (issue 11 item 4).
+
+For each held-out SPEC (benchmarks/specs/fidelity_*.yaml, never used to fit CostParams) the
+``opdesign rank --sim`` machinery (:func:`opdesign.simrank.sim_rank`) simulates the top K and K
+evenly spaced candidates (K = 10: 20 candidates a SPEC) on the SPEC's typical shape and compares
+``score_cycles`` with ``sim_us``. Per SPEC it prints the simulated rows, rho, tau, the SIM rank of
+opdesign's top-1, its regret (how much slower it is than the fastest simulated candidate) and,
+to say which stage the model gets wrong, the rank correlation of each stage's modelled time
+(stage cycles x tasks on the busiest core) with the SIM times.
+
+Needs the pypto extra (run with the framework's Python):
+
+    PYTHONPATH=src /work/venv-pypto/bin/python benchmarks/bench_costmodel_fidelity.py [--k 10] [--json OUT]
+
+Targets (issue 11): rho >= 0.8 and opdesign's top-1 within SIM's top 3. The figures printed are
+whatever the run measures; this script asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the required SPEC (the dense example scaled down) first, then the two of our choice
+HELD_OUT = sorted((ROOT / "benchmarks" / "specs").glob("fidelity_*.yaml"), key=lambda p: ("dense" not in p.name, p.name))
+STAGES = ("C1", "V1", "C2", "V2", "sched")
+
+
+def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True) -> dict:
+    """The ``rank --sim k`` report of one SPEC (progress on stderr)."""
+    from opdesign.costmodel.calibration import load_params
+    from opdesign.pipeline import plan_from_spec, rank_spec
+    from opdesign.simrank import sim_rank
+    from opdesign.spec import load_spec
+
+    spec = load_spec(path)
+    plan = plan_from_spec(spec, path)
+    ranking = rank_spec(spec, plan, None, params=load_params(calibrated))
+    return sim_rank(spec, path, plan, ranking, k, timeout=timeout,
+                    progress=lambda m: print(f"  {spec.op_name}: {m}", file=sys.stderr, flush=True))
+
+
+def stage_agreement(report: dict) -> dict[str, float | None]:
+    """Spearman rho of each stage's modelled time (cycles per task x tasks per core) with sim_us."""
+    from opdesign.simrank import spearman
+
+    done = [r for r in report["rows"] if r["simulated"] and r["sim_us"] is not None]
+    sims = [r["sim_us"] for r in done]
+    out = {}
+    for stage in STAGES:
+        x = [r["stages"][stage] * r["tasks_per_core"] for r in done]
+        rho = spearman(x, sims)
+        out[stage] = None if rho is None else round(rho, 3)
+    return out
+
+
+def print_report(report: dict, stages: dict) -> None:
+    from opdesign.simrank import format_sim_text
+
+    print(format_sim_text(report))
+    bottlenecks = {}
+    for r in report["rows"]:
+        if r["simulated"]:
+            bottlenecks[r["bottleneck"]] = bottlenecks.get(r["bottleneck"], 0) + 1
+    print("per-stage rank correlation with SIM (stage cycles x tasks per core): "
+          + ", ".join(f"{s} {v}" for s, v in stages.items()) + f"; model bottlenecks of the picks: {bottlenecks}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--k", type=int, default=10, help="top K plus K spread candidates per SPEC (default 10)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate compile + SIM")
+    parser.add_argument("--spec", action="append", type=Path, help="SPEC (repeatable; default: the held-out set)")
+    parser.add_argument("--uncalibrated", action="store_true", help="raw CostParams, not the committed calibration")
+    parser.add_argument("--json", type=Path, help="also write every report here")
+    parser.add_argument("--jobs", type=int, default=1, help="SPECs simulated at once (each runs one child at a time)")
+    args = parser.parse_args(argv)
+    specs = args.spec or HELD_OUT
+    summary, reports = [], {}
+
+    def one(path: Path) -> tuple[dict, float]:
+        start = time.perf_counter()
+        return run_spec(path, args.k, args.timeout, calibrated=not args.uncalibrated), time.perf_counter() - start
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        done = list(pool.map(one, specs))
+    for path, (report, seconds) in zip(specs, done):
+        stages = stage_agreement(report)
+        print(f"\n== {path.name} ({seconds:.0f} s)")
+        print_report(report, stages)
+        a = report["agreement"]
+        summary.append((report["op_name"], a["n"], a["spearman"], a["kendall"], a["top1_sim_rank"],
+                        a["top1_regret_pct"]))
+        reports[path.name] = {**report, "stage_agreement": stages}
+    print("\nSPEC                          n   spearman  kendall  top1_sim_rank  top1_regret_%")
+    for name, n, rho, tau, top1, regret in summary:
+        print(f"{name:<28} {n:>3} {rho if rho is not None else 'n/a':>10} {tau if tau is not None else 'n/a':>8} "
+              f"{top1 if top1 is not None else 'n/a':>14} {regret if regret is not None else 'n/a':>14}")
+    if args.json:
+        args.json.write_text(json.dumps(reports, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
