@@ -1,9 +1,6 @@
-"""The Plan: every design number the estimator decides, each with its source.
-
-Rendering reads a :class:`Plan` and never computes a number; the validator
-re-derives what it can from :meth:`Plan.design_block` (the ``opdesign:`` block
-of the DESIGN.md front matter).
-"""
+"""The Plan: every design number the estimator decides, each with its source. Rendering reads a
+:class:`Plan` and never computes a number; the validator re-derives what it can from
+:meth:`Plan.design_block` (the ``opdesign:`` block of the DESIGN.md front matter)."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ Stage = Literal["C1", "V1", "C2", "V2"]
 
 
 class _Model(BaseModel):
-    # defer_build: schemas are built on first use, so `opdesign validate` builds only the models it reads
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use (validate: only what it reads)
 
 
 class Phrase(_Model):
