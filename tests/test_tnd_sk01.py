@@ -98,8 +98,8 @@ def _tnd(example, **changes):
 
 
 @pytest.mark.parametrize("example, changes, message", [
-    ("paged_fp8_decode", {}, "kv_cache: 'paged' is not planned by SK-01 with layout TND in this version of opdesign "
-                             "(supported: contiguous)"),
+    ("paged_fp8_decode", {}, "quant: 'fp8' is not planned by SK-01 with layout TND in this version of opdesign "
+                             "(supported: none)"),
     ("paged_fp8_decode", {"kv_cache": "contiguous"}, "quant: 'fp8' is not planned by SK-01 with layout TND"),
     ("causal_gqa_tail", {"mask": "tensor"}, "mask: 'tensor' is not planned by SK-01 with layout TND in this version "
                                             "of opdesign (supported: none, causal, sliding_window)"),

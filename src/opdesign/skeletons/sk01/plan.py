@@ -33,9 +33,10 @@ from opdesign.spec import DTYPE_BYTES, Spec
 STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND", "TND")}
-# TND (packed varlen) is planned with contiguous K/V, no FP8 and a banded or no mask; the rest is refused
-# by field (this version's scope, not an SK-01 card exclusion)
-TND_SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "mask": ("none", "causal", "sliding_window")}
+# TND (packed varlen) is planned with contiguous or paged K/V (paged: packed Q rows, K/V pages through
+# block_table with per-batch kv_act_seqs), no FP8 and a banded or no mask; the rest is refused by field
+# (this version's scope, not an SK-01 card exclusion)
+TND_SUPPORTED = {"kv_cache": ("contiguous", "paged"), "quant": ("none",), "mask": ("none", "causal", "sliding_window")}
 
 
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
@@ -198,11 +199,12 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if spec.layout == "TND":  # the counts above take every batch at the typical per-batch length
+        packed = (("t_q_max", "q", "seq_q", s.seq_q),) + (  # paged K / V rows come from the block table
+            () if spec.kv_cache == "paged" else (("t_kv_max", "kv", "seq_kv", s.seq_kv),))
         counts += [Decision(name=count, value=s.batch * length, basis=text(
                        "sk01.packed_rows", axis=axis, batch=s.batch, length=length, tensor=batch_lengths(spec)[name]),
                        source="layout TND (packed rows, cumulative actual_seq_q / actual_seq_kv)")
-                   for count, axis, name, length in (("t_q_max", "q", "seq_q", s.seq_q),
-                                                     ("t_kv_max", "kv", "seq_kv", s.seq_kv))]
+                   for count, axis, name, length in packed]
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance.greedy" if bal.method == "greedy" else "sk01.core_imbalance.lpt",
