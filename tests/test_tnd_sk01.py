@@ -98,9 +98,8 @@ def _tnd(example, **changes):
 
 
 @pytest.mark.parametrize("example, changes, message", [
-    ("paged_fp8_decode", {}, "quant: 'fp8' is not planned by SK-01 with layout TND in this version of opdesign "
-                             "(supported: none)"),
-    ("paged_fp8_decode", {"kv_cache": "contiguous"}, "quant: 'fp8' is not planned by SK-01 with layout TND"),
+    ("paged_fp8_decode", {"kv_cache": "contiguous"}, "kv_cache: 'contiguous' is not planned by SK-01 with layout TND "
+                                                     "and quant fp8 in this version of opdesign (supported: paged)"),
     ("causal_gqa_tail", {"mask": "tensor"}, "mask: 'tensor' is not planned by SK-01 with layout TND in this version "
                                             "of opdesign (supported: none, causal, sliding_window)"),
 ])

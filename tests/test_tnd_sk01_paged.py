@@ -110,3 +110,70 @@ def test_paged_tnd_kernel_compiles_simulates_and_verifies(generated):
         assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
         assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
     assert report.passed
+
+
+# --- the PageAttn FP8 row on packed Q (a5): PyPTO 0.2.0 ships only the A2/A3 platform, so an FP8 kernel cannot
+# compile here (tests/test_kernels_pypto.py pins that refusal); the scaffold is the numeric check.
+FP8_SPEC = REPO / "tests" / "fixtures" / "sk01" / "paged_fp8_tnd.yaml"
+
+
+@pytest.fixture(scope="module")
+def generated_fp8(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tnd_paged_fp8") / "paged_fp8_tnd"
+    res = run_cli("new", "--spec", str(FP8_SPEC), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def test_fp8_plan_keeps_the_paged_scales():
+    plan = estimate(load_spec(FP8_SPEC))
+    assert (plan.layout, plan.kv_cache, plan.quant, plan.variant) == ("TND", "paged", "fp8", "PageAttn FP8")
+    assert plan.batch_lengths == {"seq_q": "actual_seq_q", "seq_kv": "kv_act_seqs"}
+    inputs = {t.name: (t.shape, t.dtype, t.storage_of) for t in plan.primary_inputs}
+    assert inputs["q"][0] == ["batch * seq_q", "num_heads", "head_dim"]
+    assert inputs["v_cache"][1:] == ("int8", "float8_e4m3")
+    assert inputs["v_inv_scale"] == (["num_blocks", "num_kv_heads", "block_size"], "float32", None)
+
+
+def test_fp8_design_and_kernel_validate(generated_fp8):
+    res = run_cli("validate", str(generated_fp8))
+    assert res.returncode == 0 and "0 errors, 0 warnings" in res.stdout, res.stdout
+    kernel = (generated_fp8 / "paged_fp8_tnd_kernel.py").read_text(encoding="utf-8")
+    for line in ("q_start = actual_seq_q[(b - 1).max(0)] * b.min(1)",
+                 "kv_len = kv_act_seqs[b]",
+                 "vs_2d = pypto.reshape(v_inv_scale, [num_blocks * num_kv_heads, BLOCK_SIZE], inplace=True)",
+                 "vs_page = pypto.view(vs_2d, [1, BLOCK_SIZE], [page * num_kv_heads + kv_h, 0])",
+                 "p_c = pypto.cast(pypto.mul(pypto.div(p_v, p_amax), FP8_MAX), pypto.DT_FP8E4M3)"):
+        assert line in kernel, line
+    compile(kernel, "kernel.py", "exec")
+
+
+def test_fp8_scaffold_quick_passes_against_its_rounding_model(generated_fp8):
+    res = subprocess.run([sys.executable, str(generated_fp8 / "paged_fp8_tnd_scaffold.py"), "--quick"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1] == "self-check: 2 of 2 configs within tolerance"
+    assert all(" model_err=" in line and "(bound 7.812e-03)" in line for line in lines[:2]), lines
+
+
+@pytest.mark.slow
+def test_fp8_scaffold_full_size_passes(generated_fp8):
+    res = subprocess.run([sys.executable, str(generated_fp8 / "paged_fp8_tnd_scaffold.py")],
+                         capture_output=True, text=True, timeout=3000)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+
+
+@pytest.mark.pypto
+@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
+                    "pip install '.[pypto]'")
+def test_fp8_kernel_is_refused_by_the_release_platform(generated_fp8):
+    """The FP8E4M3 matmul of the kernel is refused while the graph is built (only DAV_3510 takes it)."""
+    from opdesign.pypto_run.design import verify_dir
+
+    report = verify_dir(generated_fp8, quick=True, verify=False, configs=["func_b3_q16_kv1000"])
+    assert not report.compiled and not report.passed
+    assert any("FC3000" in e.message and "only DAV_3510 architecture is supported" in e.message
+               for e in report.errors), report.errors
+    assert report.configs[0].sim_us is None

@@ -34,9 +34,10 @@ STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.pl
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND", "TND")}
 # TND (packed varlen) is planned with contiguous or paged K/V (paged: packed Q rows, K/V pages through
-# block_table with per-batch kv_act_seqs), no FP8 and a banded or no mask; the rest is refused by field
-# (this version's scope, not an SK-01 card exclusion)
-TND_SUPPORTED = {"kv_cache": ("contiguous", "paged"), "quant": ("none",), "mask": ("none", "causal", "sliding_window")}
+# block_table with per-batch kv_act_seqs), FP8 on the paged path only, and a banded or no mask; the rest is
+# refused by field (this version's scope, not an SK-01 card exclusion)
+TND_SUPPORTED = {"kv_cache": ("contiguous", "paged"), "quant": ("none", "fp8"), "mask": ("none", "causal", "sliding_window")}
+TND_FP8_SUPPORTED = {"kv_cache": ("paged",)}  # the PageAttn FP8 row; V's per-token scale of packed K/V is not planned
 
 
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
@@ -137,6 +138,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     check_supported(spec, SUPPORTED, "SK-01")
     if spec.layout == "TND":
         check_supported(spec, TND_SUPPORTED, "SK-01 with layout TND")
+        if spec.quant == "fp8":
+            check_supported(spec, TND_FP8_SUPPORTED, "SK-01 with layout TND and quant fp8")
     cat = load_catalog()
     sk01 = cat.card("SK-01")
     device = cat.device(spec.device)
