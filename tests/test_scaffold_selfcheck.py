@@ -39,6 +39,9 @@ BASES = {  # name: (example SPEC, field changes: small typical configs that show
     # the PageAttn FP8 row on packed Q rows (a5): V in FP8 E4M3 with a per-batch, per-token inv_scale
     "tnd_paged_fp8": (REPO / "tests/fixtures/sk01/paged_fp8_tnd.yaml", {"shape__block_size": 64, "typical_configs": [
         _cfg("b3_q40_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=40, seq_kv=329)]}),
+    # attn_mask [T_q, seq_kv]: one row per packed query token, columns into its own batch's KV
+    "tnd_mask": (REPO / "tests/fixtures/sk01/tensor_mask_tnd.yaml", {"typical_configs": [
+        _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
     "sk16": ("sk16_backward_lm", {"typical_configs": [
         _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
     "sk16_causal": ("sk16_backward_lm", {"mask": "causal", "typical_configs": [
@@ -71,6 +74,11 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     "tnd_paged_fp8_q_offset_one_row_early": ("tnd_paged_fp8", "start = int(cum[b - 1]) if b > 0 else 0",
                                              "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
     "tnd_paged_fp8_p_not_rounded": ("tnd_paged_fp8", "pij_c = to_e4m3(pij_v * p_scale)", "pij_c = pij_v * p_scale"),
+    # TND mask tensor: the mask rows of batch b start at its packed offset cum[b-1], not at 0
+    "tnd_mask_rows_without_the_batch_offset": ("tnd_mask", 'x["attn_mask"][q_start + np.minimum(rows, seq_q - 1)]',
+                                               'x["attn_mask"][np.minimum(rows, seq_q - 1)]'),
+    "tnd_mask_q_offset_one_row_early": ("tnd_mask", "start = int(cum[b - 1]) if b > 0 else 0",
+                                        "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
     "sk16_dq_accumulated_in_input_dtype": ("sk16", "dq_acc += dqi", "dq_acc = round_to_input(dq_acc + dqi)"),
     "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),
