@@ -42,6 +42,9 @@ BASES = {  # name: (example SPEC, field changes: small typical configs that show
     # attn_mask [T_q, seq_kv]: one row per packed query token, columns into its own batch's KV
     "tnd_mask": (REPO / "tests/fixtures/sk01/tensor_mask_tnd.yaml", {"typical_configs": [
         _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    # SK-02 fallback (run-time top-k): topk_indices [T_q, topk], indices into the token's own batch's KV
+    "tnd_topk": (REPO / "tests/fixtures/sk01/sparse_topk_tnd_fallback.yaml", {"typical_configs": [
+        _cfg("b3_q4_kv329", 1, batch=3, num_heads=4, num_kv_heads=1, seq_q=4, seq_kv=329)]}),
     "sk16": ("sk16_backward_lm", {"typical_configs": [
         _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
     "sk16_causal": ("sk16_backward_lm", {"mask": "causal", "typical_configs": [
@@ -79,6 +82,9 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
                                                'x["attn_mask"][np.minimum(rows, seq_q - 1)]'),
     "tnd_mask_q_offset_one_row_early": ("tnd_mask", "start = int(cum[b - 1]) if b > 0 else 0",
                                         "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
+    # TND top-k: the picks of batch b's tokens are rows cum[b-1] + r, not rows r
+    "tnd_topk_rows_without_the_batch_offset": ("tnd_topk", 'x["attn_mask"][q_start + np.minimum(rows, seq_q - 1)]',
+                                               'x["attn_mask"][np.minimum(rows, seq_q - 1)]'),
     "sk16_dq_accumulated_in_input_dtype": ("sk16", "dq_acc += dqi", "dq_acc = round_to_input(dq_acc + dqi)"),
     "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),

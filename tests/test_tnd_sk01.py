@@ -100,11 +100,6 @@ def _tnd(example, **changes):
 @pytest.mark.parametrize("example, changes, message", [
     ("paged_fp8_decode", {"kv_cache": "contiguous"}, "kv_cache: 'contiguous' is not planned by SK-01 with layout TND "
                                                      "and quant fp8 in this version of opdesign (supported: paged)"),
-    # top-k as a run-time value fails SK-02's compile-time condition: the SK-01 fallback does not plan TND top-k
-    ("sparse_topk_2048", {"dynamic_axes": [{"name": "seq_kv", "range": [1, 4096], "uniform": False},
-                                           {"name": "topk", "range": [1, 2048], "uniform": True}]},
-     "mask: 'topk' is not planned by SK-01 with layout TND in this version of opdesign "
-     "(supported: none, causal, sliding_window, tensor)"),
 ])
 def test_unplanned_tnd_variants_name_their_field(example, changes, message):
     with pytest.raises(SpecError) as err:

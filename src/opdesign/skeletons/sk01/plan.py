@@ -34,10 +34,11 @@ STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.pl
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND", "TND")}
 # TND (packed varlen) is planned with contiguous or paged K/V (paged: packed Q rows, K/V pages through
-# block_table with per-batch kv_act_seqs), FP8 on the paged path only, a banded, tensor (attn_mask [T_q, seq_kv])
-# or no mask; the rest is refused by field (this version's scope, not an SK-01 card exclusion)
+# block_table with per-batch kv_act_seqs), FP8 on the paged path only, and every mask (tensor: attn_mask
+# [T_q, seq_kv]; topk: topk_indices [T_q, topk], indices into the token's own batch); the rest is refused by
+# field (this version's scope, not an SK-01 card exclusion)
 TND_SUPPORTED = {"kv_cache": ("contiguous", "paged"), "quant": ("none", "fp8"),
-                 "mask": ("none", "causal", "sliding_window", "tensor")}
+                 "mask": ("none", "causal", "sliding_window", "tensor", "topk")}
 TND_FP8_SUPPORTED = {"kv_cache": ("paged",)}  # the PageAttn FP8 row; V's per-token scale of packed K/V is not planned
 
 
