@@ -214,13 +214,14 @@ def test_a_spec_without_dynamic_axes_fails_and_suggests_batch(capsys, tmp_path, 
 
 def test_tnd_layout_names_the_file_and_the_readme_has_the_scope_section(capsys, tmp_path):
     data = yaml.safe_load((EXAMPLES / "paged_fp8_decode.yaml").read_text())
-    data["layout"] = "TND"  # TND is planned with contiguous KV only: the paged KV field is named
+    data["layout"] = "TND"  # TND plans FP8 on the paged path only: contiguous KV names the kv_cache field
+    data["kv_cache"] = "contiguous"
     path = tmp_path / "tnd.yaml"
     path.write_text(yaml.safe_dump(data))
     code, out, err = run_main(capsys, "new", "--spec", str(path), "--out", str(tmp_path / "out"))
     assert (code, out) == (2, "") and not (tmp_path / "out").exists()
-    assert err == (f"error: spec_invalid: {path}: kv_cache: 'paged' is not planned by SK-01 with layout TND in this "
-                   "version of opdesign (supported: contiguous); see the README's scope section\n")
+    assert err == (f"error: spec_invalid: {path}: kv_cache: 'contiguous' is not planned by SK-01 with layout TND and "
+                   "quant fp8 in this version of opdesign (supported: paged); see the README's scope section\n")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     scope = readme.split("\n## Scope\n", 1)[1].split("\n## ", 1)[0]
     for fact in ("SK-01", "SK-02", "SK-16", "`BNSD`, `BSND`", "`TND`", "`a2`, `a3`", "`a5`", "`bf16`, `fp16`",

@@ -33,6 +33,18 @@ BASES = {  # name: (example SPEC, field changes: small typical configs that show
         _cfg("decode_b2_kv1030", 9, batch=2, num_heads=4, num_kv_heads=2, seq_kv=1030)]}),
     "tnd": ("causal_gqa_tail", {"layout": "TND", "typical_configs": [  # packed: batches 200, drawn, tail 1 + 200 % 17
         _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    # packed Q rows, K / V in 64-token pages (2 per KV tile) with per-batch kv_act_seqs
+    "tnd_paged": ("causal_gqa_tail", {"layout": "TND", "kv_cache": "paged", "shape__block_size": 64, "typical_configs": [
+        _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    # the PageAttn FP8 row on packed Q rows (a5): V in FP8 E4M3 with a per-batch, per-token inv_scale
+    "tnd_paged_fp8": (REPO / "tests/fixtures/sk01/paged_fp8_tnd.yaml", {"shape__block_size": 64, "typical_configs": [
+        _cfg("b3_q40_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=40, seq_kv=329)]}),
+    # attn_mask [T_q, seq_kv]: one row per packed query token, columns into its own batch's KV
+    "tnd_mask": (REPO / "tests/fixtures/sk01/tensor_mask_tnd.yaml", {"typical_configs": [
+        _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    # SK-02 fallback (run-time top-k): topk_indices [T_q, topk], indices into the token's own batch's KV
+    "tnd_topk": (REPO / "tests/fixtures/sk01/sparse_topk_tnd_fallback.yaml", {"typical_configs": [
+        _cfg("b3_q4_kv329", 1, batch=3, num_heads=4, num_kv_heads=1, seq_q=4, seq_kv=329)]}),
     "sk16": ("sk16_backward_lm", {"typical_configs": [
         _cfg("q200_kv300", batch=1, num_heads=2, num_kv_heads=1, seq_q=200, seq_kv=300)]}),
     "sk16_causal": ("sk16_backward_lm", {"mask": "causal", "typical_configs": [
@@ -57,6 +69,22 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     "fp8_v_scale_dropped": ("paged_fp8", "pij_v = pij * vs[None, :]", "pij_v = pij"),
     "tnd_batch_offset_one_row_early": ("tnd", "start = int(cum[b - 1]) if b > 0 else 0",
                                        "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
+    "tnd_paged_q_offset_one_row_early": ("tnd_paged", "start = int(cum[b - 1]) if b > 0 else 0",
+                                         "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
+    # paged TND: batch b's K / V pages are block_table row b; the previous batch's row reads its tokens
+    "tnd_paged_block_table_row_of_the_previous_batch": ("tnd_paged", 'x["block_table"][b_idx]',
+                                                        'x["block_table"][max(b_idx - 1, 0)]'),
+    "tnd_paged_fp8_q_offset_one_row_early": ("tnd_paged_fp8", "start = int(cum[b - 1]) if b > 0 else 0",
+                                             "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
+    "tnd_paged_fp8_p_not_rounded": ("tnd_paged_fp8", "pij_c = to_e4m3(pij_v * p_scale)", "pij_c = pij_v * p_scale"),
+    # TND mask tensor: the mask rows of batch b start at its packed offset cum[b-1], not at 0
+    "tnd_mask_rows_without_the_batch_offset": ("tnd_mask", 'x["attn_mask"][q_start + np.minimum(rows, seq_q - 1)]',
+                                               'x["attn_mask"][np.minimum(rows, seq_q - 1)]'),
+    "tnd_mask_q_offset_one_row_early": ("tnd_mask", "start = int(cum[b - 1]) if b > 0 else 0",
+                                        "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
+    # TND top-k: the picks of batch b's tokens are rows cum[b-1] + r, not rows r
+    "tnd_topk_rows_without_the_batch_offset": ("tnd_topk", 'x["attn_mask"][q_start + np.minimum(rows, seq_q - 1)]',
+                                               'x["attn_mask"][np.minimum(rows, seq_q - 1)]'),
     "sk16_dq_accumulated_in_input_dtype": ("sk16", "dq_acc += dqi", "dq_acc = round_to_input(dq_acc + dqi)"),
     "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),

@@ -42,8 +42,9 @@ def io_tensors(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec]]:
                        else ["num_kv_heads", "batch * seq_kv"] if spec.layout == "TND"
                        else ["batch", "num_kv_heads", "seq_kv"])
         inputs.append(TensorSpec(name="v_inv_scale", shape=scale_shape, dtype="float32"))
-    if spec.mask == "tensor":
-        inputs.append(TensorSpec(name="attn_mask", shape=["batch", "seq_q", "seq_kv"], dtype="bool"))
+    if spec.mask == "tensor":  # TND: one row per packed query token, its columns its own batch's KV positions
+        inputs.append(TensorSpec(name="attn_mask", dtype="bool", shape=(
+            ["batch * seq_q", "seq_kv"] if spec.layout == "TND" else ["batch", "seq_q", "seq_kv"])))
     if spec.mask == "topk":  # the indexer's picks per query token, -1 = unused slot (shared by the token's heads)
         inputs.append(TensorSpec(name="topk_indices", dtype="int32", shape=(
             ["batch * seq_q", "topk"] if spec.layout == "TND" else ["batch", "seq_q", "topk"])))

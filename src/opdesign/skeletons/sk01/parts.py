@@ -41,8 +41,8 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     """The four SK-01 performance-form conditions, evaluated on the SPEC's typical shape."""
     s = spec.shape
     kv_axis = next((a for a in spec.dynamic_axes if a.name == "seq_kv"), None)
-    if spec.layout == "TND":  # packed rows: each batch's K length is read from actual_seq_kv at run time
-        c1 = (False, text("sk01.perf1.packed"))
+    if spec.layout == "TND":  # packed rows: each batch's K length is read at run time (actual_seq_kv / kv_act_seqs)
+        c1 = (False, text("sk01.perf1.packed_paged" if spec.kv_cache == "paged" else "sk01.perf1.packed"))
     elif kv_axis is None:
         c1 = (True, text("sk01.perf1.fixed", seq_kv=s.seq_kv))
     elif not kv_axis.uniform:

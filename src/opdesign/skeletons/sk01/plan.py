@@ -34,9 +34,13 @@ from opdesign.spec import DTYPE_BYTES, Spec
 STATE_ITEMS = ("sumUb", "maxUb", "expUb")  # FAI's UB softmax state (opdesign.plan.buffers.softmax_state_items)
 SUPPORTED = {"direction": ("forward",), "mask": ("none", "causal", "sliding_window", "tensor", "topk"),
              "layout": ("BNSD", "BSND", "TND")}
-# TND (packed varlen) is planned with contiguous K/V, no FP8 and a banded or no mask; the rest is refused
-# by field (this version's scope, not an SK-01 card exclusion)
-TND_SUPPORTED = {"kv_cache": ("contiguous",), "quant": ("none",), "mask": ("none", "causal", "sliding_window")}
+# TND (packed varlen) is planned with contiguous or paged K/V (paged: packed Q rows, K/V pages through
+# block_table with per-batch kv_act_seqs), FP8 on the paged path only, and every mask (tensor: attn_mask
+# [T_q, seq_kv]; topk: topk_indices [T_q, topk], indices into the token's own batch); the rest is refused by
+# field (this version's scope, not an SK-01 card exclusion)
+TND_SUPPORTED = {"kv_cache": ("contiguous", "paged"), "quant": ("none", "fp8"),
+                 "mask": ("none", "causal", "sliding_window", "tensor", "topk")}
+TND_FP8_SUPPORTED = {"kv_cache": ("paged",)}  # the PageAttn FP8 row; V's per-token scale of packed K/V is not planned
 
 
 def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
@@ -167,6 +171,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     check_supported(spec, SUPPORTED, "SK-01")
     if spec.layout == "TND":
         check_supported(spec, TND_SUPPORTED, "SK-01 with layout TND")
+        if spec.quant == "fp8":
+            check_supported(spec, TND_FP8_SUPPORTED, "SK-01 with layout TND and quant fp8")
     cat = load_catalog()
     sk01 = cat.card("SK-01")
     device = cat.device(spec.device)
@@ -237,11 +243,12 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if spec.layout == "TND":  # the counts above take every batch at the typical per-batch length
+        packed = (("t_q_max", "q", "seq_q", s.seq_q),) + (  # paged K / V rows come from the block table
+            () if spec.kv_cache == "paged" else (("t_kv_max", "kv", "seq_kv", s.seq_kv),))
         counts += [Decision(name=count, value=s.batch * length, basis=text(
                        "sk01.packed_rows", axis=axis, batch=s.batch, length=length, tensor=batch_lengths(spec)[name]),
                        source="layout TND (packed rows, cumulative actual_seq_q / actual_seq_kv)")
-                   for count, axis, name, length in (("t_q_max", "q", "seq_q", s.seq_q),
-                                                     ("t_kv_max", "kv", "seq_kv", s.seq_kv))]
+                   for count, axis, name, length in packed]
     if bal is not None:
         counts.append(Decision(name="core_imbalance", value=bal.imbalance,
                                basis=text("sk01.core_imbalance.greedy" if bal.method == "greedy" else "sk01.core_imbalance.lpt",
