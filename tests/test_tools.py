@@ -242,6 +242,20 @@ def test_spec_errors_name_the_field_and_use_relative_paths(root):
     assert str(root) not in res.stdout
 
 
+def test_spec_error_details_name_the_same_field_as_the_message(root):
+    """A cross-field failure (a shape outside its dynamic range) is reported under the field it names, in the
+    message and in ``details`` alike, so an agent can act on ``details`` without parsing the message."""
+    spec = (root / "specs/dense_fa_8192.yaml").read_text()
+    axis = "{name: batch, range: [1, 4], uniform: true}"
+    assert axis in spec
+    (root / "bad.yaml").write_text(spec.replace(axis, "{name: batch, range: [2, 3], uniform: true}"))
+    error = _error("estimate_design", {"spec_path": "bad.yaml"}, root)
+    assert error["code"] == "spec_invalid"
+    assert error["message"].startswith("bad.yaml: shape.batch: ")
+    loc, msg = error["details"][0]["loc"], error["details"][0]["msg"]
+    assert loc == "shape.batch" and msg.endswith("range [2, 3]") and not msg.startswith("Value error")
+
+
 def test_symlinks_leaving_the_root_are_refused(root, tmp_path_factory):
     outside = tmp_path_factory.mktemp("outside")
     shutil.copy(EXAMPLES / "dense_fa_8192.yaml", outside / "spec.yaml")
