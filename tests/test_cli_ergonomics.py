@@ -197,6 +197,29 @@ def test_validate_on_a_spec_says_to_run_new(capsys):
                    "to write its DESIGN.md, then validate that folder\nchecked 1 file: 1 error, 0 warnings, 0 infos\n")
 
 
+@pytest.mark.parametrize("cut", ["truncated", "tab"])
+def test_validate_on_a_broken_spec_still_says_it_is_a_spec(capsys, tmp_path, cut):
+    """A SPEC whose YAML breaks part way (cut off mid flow mapping, a tab before a key) is still a SPEC, known by
+    the keys read before the break, not a DESIGN.md with a dozen missing chapters."""
+    text = (EXAMPLES / "dense_fa_8192.yaml").read_text()
+    text = text[:text.index("shape:") + 20] if cut == "truncated" else text.replace("\nmask:", "\n\tmask:")
+    spec = tmp_path / "broken.yaml"
+    spec.write_text(text)
+    assert run_main(capsys, "estimate", "--spec", str(spec))[0] == 2  # it is broken
+    code, out, _ = run_main(capsys, "validate", str(spec))
+    assert (code, out) == (2, f"{spec}:1: OD-DOC-01 error: input unusable: this is a SPEC; run `opdesign new --spec "
+                              f"{spec}` to write its DESIGN.md, then validate that folder\n"
+                              "checked 1 file: 1 error, 0 warnings, 0 infos\n")
+
+
+def test_validate_on_a_yaml_list_or_an_interface_file_is_not_a_spec(capsys, tmp_path):
+    (tmp_path / "list.yaml").write_text("- op_name\n- device\n- dtype\n")
+    (tmp_path / "nested.yaml").write_text("outer: {op_name: x, device: a2, dtype: bf16}\n")
+    for name in ("list.yaml", "nested.yaml"):
+        code, out, _ = run_main(capsys, "validate", str(tmp_path / name))
+        assert code == 1 and "this is a SPEC" not in out and "OD-DOC-02" in out
+
+
 @pytest.mark.parametrize("axes", ["missing", "empty"])
 def test_a_spec_without_dynamic_axes_fails_and_suggests_batch(capsys, tmp_path, axes):
     data = yaml.safe_load((EXAMPLES / "dense_fa_8192.yaml").read_text())
