@@ -135,7 +135,10 @@ def test_new_design_writes_into_the_root_and_refuses_to_overwrite(root):
     assert result["skeleton"] == "SK-01" and result["ub_bytes"] == plan.ub_budget.total_bytes
     design = root / "ops/causal/DESIGN.md"
     design.write_text("hand edits\n")
-    assert _error("new_design", args, root)["code"] == "output_exists"
+    refused = _error("new_design", args, root)
+    assert refused["code"] == "output_exists" and "ops/causal/DESIGN.md" in refused["details"]
+    # the tool's own way to say force, not the CLI flag an agent cannot pass
+    assert refused["message"].endswith('(set "force": true)') and "--force" not in refused["message"]
     assert design.read_text() == "hand edits\n"
     _call("new_design", {**args, "force": True}, root)
     assert design.read_text().startswith("---\n")
