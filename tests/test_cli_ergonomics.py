@@ -220,6 +220,23 @@ def test_validate_on_a_yaml_list_or_an_interface_file_is_not_a_spec(capsys, tmp_
         assert code == 1 and "this is a SPEC" not in out and "OD-DOC-02" in out
 
 
+def test_validate_on_the_scaffold_points_to_the_kernel(capsys, tmp_path):
+    """`opdesign validate out/op/*` passes the numpy scaffold too: it is named for what it is (exit 2), not linted
+    as a kernel that lacks its jit function; a user's own file that happens to end in _scaffold.py is linted."""
+    out = tmp_path / "op"
+    assert run_main(capsys, "-q", "new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", str(out))[0] == 0
+    scaffold = out / "causal_gqa_tail_scaffold.py"
+    code, out_text, _ = run_main(capsys, "validate", str(scaffold), str(out))
+    assert code == 2 and out_text == (
+        f"{scaffold}:1: OD-DOC-01 error: input unusable: this is the numpy scaffold of `opdesign new` (no PyPTO "
+        f"kernel in it); run it with `python {scaffold}`, and validate causal_gqa_tail_kernel.py or the operator "
+        "folder\nchecked 3 files: 1 error, 0 warnings, 0 infos\n")
+    own = tmp_path / "mine_scaffold.py"
+    own.write_text("x = 1\n")
+    code, out_text, _ = run_main(capsys, "validate", str(own))
+    assert code == 1 and "OD-PC-04" in out_text and "numpy scaffold" not in out_text
+
+
 @pytest.mark.parametrize("axes", ["missing", "empty"])
 def test_a_spec_without_dynamic_axes_fails_and_suggests_batch(capsys, tmp_path, axes):
     data = yaml.safe_load((EXAMPLES / "dense_fa_8192.yaml").read_text())

@@ -298,6 +298,10 @@ def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
         text = decode_source(_read_bytes(path))
     except Unusable as err:
         return [_unusable(name, str(err))]
+    if path.name.endswith("_scaffold.py") and text.startswith('"""Numpy scaffold of '):  # opdesign's own
+        kernel = path.name.removesuffix("_scaffold.py") + "_kernel.py"
+        return [_unusable(name, f"this is the numpy scaffold of `opdesign new` (no PyPTO kernel in it); run it with "
+                                f"`python {name}`, and validate {kernel} or the operator folder")]
     return _run_kernel(text, name)
 
 
