@@ -186,6 +186,18 @@ def test_rules_unknown_id_names_the_close_ones(capsys):
         2, "", "error: not_found: unknown rule 'zzz'; `opdesign rules` lists every id\n")
 
 
+@pytest.mark.parametrize("args,message,command", [
+    (["rank", "--spec"], "Option '--spec' requires an argument.", "opdesign rank"),
+    (["-q", "new", "--force=1", "--spec", "s.yaml"], "Option '--force' does not take a value.", "opdesign new"),
+    (["golden", "--json=1", "g.py"], "Option '--json' does not take a value.", "opdesign golden"),
+    (["tool", "call", "list_rules", "--input"], "Option '--input' requires an argument.", "opdesign tool call"),
+    (["--bogus=1"], "No such option: --bogus", "opdesign"),
+])
+def test_a_usage_error_points_to_the_help_of_its_command(capsys, args, message, command):
+    # click raises an option's own errors without a context: the hint still names the command typed
+    assert run_main(capsys, *args) == (2, "", f"error: invalid_input: {message} (see '{command} --help')\n")
+
+
 # --- SPEC inputs ---------------------------------------------------------------------------------
 
 
