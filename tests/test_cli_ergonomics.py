@@ -186,6 +186,18 @@ def test_rules_unknown_id_names_the_close_ones(capsys):
         2, "", "error: not_found: unknown rule 'zzz'; `opdesign rules` lists every id\n")
 
 
+@pytest.mark.parametrize("args,message,command", [
+    (["rank", "--spec"], "Option '--spec' requires an argument.", "opdesign rank"),
+    (["-q", "new", "--force=1", "--spec", "s.yaml"], "Option '--force' does not take a value.", "opdesign new"),
+    (["golden", "--json=1", "g.py"], "Option '--json' does not take a value.", "opdesign golden"),
+    (["tool", "call", "list_rules", "--input"], "Option '--input' requires an argument.", "opdesign tool call"),
+    (["--bogus=1"], "No such option: --bogus", "opdesign"),
+])
+def test_a_usage_error_points_to_the_help_of_its_command(capsys, args, message, command):
+    # click raises an option's own errors without a context: the hint still names the command typed
+    assert run_main(capsys, *args) == (2, "", f"error: invalid_input: {message} (see '{command} --help')\n")
+
+
 # --- SPEC inputs ---------------------------------------------------------------------------------
 
 
@@ -195,6 +207,46 @@ def test_validate_on_a_spec_says_to_run_new(capsys):
     assert code == 2
     assert out == (f"{spec}:1: OD-DOC-01 error: input unusable: this is a SPEC; run `opdesign new --spec {spec}` "
                    "to write its DESIGN.md, then validate that folder\nchecked 1 file: 1 error, 0 warnings, 0 infos\n")
+
+
+@pytest.mark.parametrize("cut", ["truncated", "tab"])
+def test_validate_on_a_broken_spec_still_says_it_is_a_spec(capsys, tmp_path, cut):
+    """A SPEC whose YAML breaks part way (cut off mid flow mapping, a tab before a key) is still a SPEC, known by
+    the keys read before the break, not a DESIGN.md with a dozen missing chapters."""
+    text = (EXAMPLES / "dense_fa_8192.yaml").read_text()
+    text = text[:text.index("shape:") + 20] if cut == "truncated" else text.replace("\nmask:", "\n\tmask:")
+    spec = tmp_path / "broken.yaml"
+    spec.write_text(text)
+    assert run_main(capsys, "estimate", "--spec", str(spec))[0] == 2  # it is broken
+    code, out, _ = run_main(capsys, "validate", str(spec))
+    assert (code, out) == (2, f"{spec}:1: OD-DOC-01 error: input unusable: this is a SPEC; run `opdesign new --spec "
+                              f"{spec}` to write its DESIGN.md, then validate that folder\n"
+                              "checked 1 file: 1 error, 0 warnings, 0 infos\n")
+
+
+def test_validate_on_a_yaml_list_or_an_interface_file_is_not_a_spec(capsys, tmp_path):
+    (tmp_path / "list.yaml").write_text("- op_name\n- device\n- dtype\n")
+    (tmp_path / "nested.yaml").write_text("outer: {op_name: x, device: a2, dtype: bf16}\n")
+    for name in ("list.yaml", "nested.yaml"):
+        code, out, _ = run_main(capsys, "validate", str(tmp_path / name))
+        assert code == 1 and "this is a SPEC" not in out and "OD-DOC-02" in out
+
+
+def test_validate_on_the_scaffold_points_to_the_kernel(capsys, tmp_path):
+    """`opdesign validate out/op/*` passes the numpy scaffold too: it is named for what it is (exit 2), not linted
+    as a kernel that lacks its jit function; a user's own file that happens to end in _scaffold.py is linted."""
+    out = tmp_path / "op"
+    assert run_main(capsys, "-q", "new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", str(out))[0] == 0
+    scaffold = out / "causal_gqa_tail_scaffold.py"
+    code, out_text, _ = run_main(capsys, "validate", str(scaffold), str(out))
+    assert code == 2 and out_text == (
+        f"{scaffold}:1: OD-DOC-01 error: input unusable: this is the numpy scaffold of `opdesign new` (no PyPTO "
+        f"kernel in it); run it with `python {scaffold}`, and validate causal_gqa_tail_kernel.py or the operator "
+        "folder\nchecked 3 files: 1 error, 0 warnings, 0 infos\n")
+    own = tmp_path / "mine_scaffold.py"
+    own.write_text("x = 1\n")
+    code, out_text, _ = run_main(capsys, "validate", str(own))
+    assert code == 1 and "OD-PC-04" in out_text and "numpy scaffold" not in out_text
 
 
 @pytest.mark.parametrize("axes", ["missing", "empty"])

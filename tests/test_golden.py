@@ -204,6 +204,24 @@ def test_non_utf8_and_missing_file(tmp_path: Path) -> None:
         estimate_golden(GOLDENS / "dense_forward_golden.py", state_groups=-1)
 
 
+def test_a_pep263_coding_line_is_read_as_python_reads_it(tmp_path: Path) -> None:
+    """A golden that Python runs (a latin-1 coding line) is estimated like its UTF-8 twin; a coding Python
+    refuses (unknown, or contradicting the BOM) is refused, and bytes the declared coding cannot read name it."""
+    body = (GOLDENS / "dense_forward_golden.py").read_bytes()
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n" + body + b"# caf\xe9\n")
+    assert estimate_golden(latin) == estimate_golden(GOLDENS / "dense_forward_golden.py")
+    for name, head, message in [("bogus.py", b"# coding: bogus\n", "encoding declaration: unknown encoding: bogus"),
+                                ("bom.py", b"\xef\xbb\xbf# coding: latin-1\n", "encoding declaration: encoding problem")]:
+        (tmp_path / name).write_bytes(head + body)
+        with pytest.raises(InputError, match=message):
+            estimate_golden(tmp_path / name)
+    cp = tmp_path / "cp.py"
+    cp.write_bytes(b"# coding: ascii\n" + body + b"# caf\xe9\n")
+    with pytest.raises(InputError, match=r"line \d+: not ascii as its coding line declares"):
+        estimate_golden(cp)
+
+
 def test_cli_errors_exit_2_with_candidates_and_line(tmp_path: Path) -> None:
     ambiguous = write(tmp_path, "def a_golden(x):\n    return x\n\ndef b_golden(x):\n    return x\n", "amb.py")
     result = run_cli(ambiguous)

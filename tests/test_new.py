@@ -41,7 +41,7 @@ def test_new_refuses_to_overwrite_without_force(tmp_path):
     design.write_text("hand edits\n")
     res = run_cli("new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", str(out))
     assert res.returncode == 2
-    assert "refusing to overwrite" in res.stderr and "--force" in res.stderr
+    assert "refusing to overwrite" in res.stderr and res.stderr.rstrip().endswith("(use --force)")
     assert design.read_text() == "hand edits\n"
 
 

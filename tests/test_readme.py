@@ -29,3 +29,17 @@ def test_installed_wheel_carries_its_data():
     if "site-packages" in opdesign.__file__:  # CI installs the wheel, not the checkout
         assert data_dir("patterns").parent.name == "_data"
         assert (data_dir("templates") / "DESIGN.md.j2").is_file()
+
+
+def test_the_for_agents_section_names_every_tool():
+    """The README's "For agents" paragraph lists the tools that `opdesign tool list` serves, no more, no less."""
+    from markdown_it import MarkdownIt
+
+    from opdesign.agent.tools import TOOLS
+
+    tokens = MarkdownIt().parse((REPO / "README.md").read_text(encoding="utf-8"))
+    start = next(i for i, t in enumerate(tokens) if t.type == "inline" and t.content == "For agents")
+    paragraph = next(t for t in tokens[start + 1:] if t.type == "inline")
+    named = {child.content for child in paragraph.children
+             if child.type == "code_inline" and child.content.isidentifier()}  # not skills/opdesign/SKILL.md
+    assert named == set(TOOLS)

@@ -80,8 +80,21 @@ def test_duplicate_keys_and_non_finite_numbers_are_refused_naming_the_key(raw, k
     with pytest.raises(InputError) as err:
         parse_request(raw)
     assert err.value.code == "invalid_input" and (err.value.details or {}).get("field") == key
-    assert (f"{key!r}" in err.value.message) if key else "NaN or Infinity" in err.value.message
+    assert (f"{key!r}" in err.value.message) if key else "is not a finite JSON number" in err.value.message
     assert parse_request(b'{"top": 1.5, "nested": {"top": 2}}') == {"top": 1.5, "nested": {"top": 2}}
+
+
+@pytest.mark.parametrize("raw,message", [
+    (b'{"top": 1e999}', "malformed JSON: 'top': 1e999 is not a finite JSON number"),
+    (b'{"top": -Infinity}', "malformed JSON: 'top': -Infinity is not a finite JSON number"),
+    (b'{"configs": [1, [NaN, 1e400]]}', "malformed JSON: 'configs': NaN is not a finite JSON number"),
+    (b"[2e308]", "malformed JSON: 2e308 is not a finite JSON number"),
+])
+def test_a_non_finite_number_is_quoted_as_written(raw, message):
+    # 1e999 is a valid JSON number that no float holds: the message says which token, not "NaN or Infinity"
+    with pytest.raises(InputError) as err:
+        parse_request(raw)
+    assert err.value.message.startswith(message) and "beyond the float range" in err.value.message
 
 
 def test_tool_call_refuses_a_duplicate_key_with_invalid_input(tmp_path):

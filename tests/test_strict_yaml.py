@@ -25,6 +25,8 @@ SPEC = (EXAMPLES / "dense_fa_8192.yaml").read_text(encoding="utf-8")
     ("seq_q: 16:40\n", 1, "'16:40' is a YAML 1.1 base-60 number (read as 1000)"),
     ("t: -1:30.5\n", 1, "'-1:30.5' is a YAML 1.1 base-60 number (read as -90.5)"),
     ("x: [1, 010]\n", 1, "'010' is a YAML 1.1 octal number (read as 8)"),
+    ("a: &x [*x]\n", 1, "recursive alias: the anchor on this line is used inside its own value"),
+    ("a: 1\nm: &x\n  b: [1, {c: *x}]\n", 2, "recursive alias"),  # the line of the anchor
 ])
 def test_the_loader_refuses_with_the_line(text: str, line: int, message: str) -> None:
     with pytest.raises(YamlProblem) as err:
@@ -39,6 +41,7 @@ def test_what_stays_accepted() -> None:
     assert load("1: a\n'1': b\n").data == {1: "a", "1": "b"}  # an int and a string key are different keys
     merged = load("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  x: 3\n").data  # a merge key may be overridden
     assert merged["use"] == {"x": 3, "y": 2}
+    assert load("a: &x [1]\nb: [*x, {c: *x}]\n").data == {"a": [1], "b": [[1], {"c": [1]}]}  # shared, no cycle
 
 
 def _line(text: str, needle: str) -> int:

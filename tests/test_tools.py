@@ -135,7 +135,10 @@ def test_new_design_writes_into_the_root_and_refuses_to_overwrite(root):
     assert result["skeleton"] == "SK-01" and result["ub_bytes"] == plan.ub_budget.total_bytes
     design = root / "ops/causal/DESIGN.md"
     design.write_text("hand edits\n")
-    assert _error("new_design", args, root)["code"] == "output_exists"
+    refused = _error("new_design", args, root)
+    assert refused["code"] == "output_exists" and "ops/causal/DESIGN.md" in refused["details"]
+    # the tool's own way to say force, not the CLI flag an agent cannot pass
+    assert refused["message"].endswith('(set "force": true)') and "--force" not in refused["message"]
     assert design.read_text() == "hand edits\n"
     _call("new_design", {**args, "force": True}, root)
     assert design.read_text().startswith("---\n")
@@ -240,6 +243,20 @@ def test_spec_errors_name_the_field_and_use_relative_paths(root):
     assert res.returncode == 2 and error["code"] == "spec_invalid"
     assert "shape.head_dim" in error["message"] and error["message"].startswith("bad.yaml:")
     assert str(root) not in res.stdout
+
+
+def test_spec_error_details_name_the_same_field_as_the_message(root):
+    """A cross-field failure (a shape outside its dynamic range) is reported under the field it names, in the
+    message and in ``details`` alike, so an agent can act on ``details`` without parsing the message."""
+    spec = (root / "specs/dense_fa_8192.yaml").read_text()
+    axis = "{name: batch, range: [1, 4], uniform: true}"
+    assert axis in spec
+    (root / "bad.yaml").write_text(spec.replace(axis, "{name: batch, range: [2, 3], uniform: true}"))
+    error = _error("estimate_design", {"spec_path": "bad.yaml"}, root)
+    assert error["code"] == "spec_invalid"
+    assert error["message"].startswith("bad.yaml: shape.batch: ")
+    loc, msg = error["details"][0]["loc"], error["details"][0]["msg"]
+    assert loc == "shape.batch" and msg.endswith("range [2, 3]") and not msg.startswith("Value error")
 
 
 def test_symlinks_leaving_the_root_are_refused(root, tmp_path_factory):

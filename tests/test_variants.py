@@ -217,6 +217,14 @@ def test_varlen_paged_decode_balances_tasks_by_kv_length(tmp_path):
     assert "| 0-11 | 13 | 475 |" in design and "| **total** | 256 | 9440 |" in design
 
 
+def test_long_per_batch_length_lists_count_batches_not_q_blocks():
+    # 13 batches: the shortened list of per-batch KV lengths says how many batches it stands for
+    lengths = typical_lengths(1, 4096, 13)
+    note = say(lpt_balance([ceil(n / 128) for n in lengths], 4, lengths).note)
+    shown = f"[{', '.join(map(str, lengths[:6]))}, ..., {lengths[-2]}, {lengths[-1]}] (13 batches)"
+    assert shown in note and "q blocks)" not in note
+
+
 def test_lpt_puts_the_longest_task_first_on_the_least_loaded_core():
     # 5 -> c0, 4 -> c1, 3 -> c1 (7), 3 -> c0 (8), 3 -> c1 (10): loads [8, 10], mean 9
     result = lpt_balance([3, 5, 3, 4, 3], 2, [0])

@@ -8,6 +8,7 @@ tree (:func:`run_typer`). Both call the same command bodies in :mod:`opdesign.cl
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -316,17 +317,31 @@ def click_app() -> typer.core.TyperGroup:
     return tidy_help(typer.main.get_command(app))
 
 
+def _command_path(group: typer.core.TyperGroup, args: list[str]) -> str:
+    """``opdesign tool call``: the (sub)command words of ``args``, for a usage error click raised without its
+    context (an option that takes no value given one, an option missing its value)."""
+    words, command = ["opdesign"], group
+    for arg in args:
+        sub = command.commands.get(arg) if hasattr(command, "commands") else None
+        if sub is not None:
+            words, command = words + [arg], sub
+        elif not arg.startswith("-"):
+            break
+    return " ".join(words)
+
+
 def run_typer() -> int:
     """Parse ``sys.argv`` with the Typer tree and run the command: its exit code. A usage error
     (bad option, missing argument, unknown command) is ``invalid_input``, exit 2; the other errors
     are :func:`opdesign.cli.main`'s."""
     usage_error = typer.BadParameter.__mro__[1]  # the click UsageError class Typer is built on
+    group = click_app()
     try:
-        rv = click_app()(standalone_mode=False, prog_name="opdesign")
+        rv = group(standalone_mode=False, prog_name="opdesign")
     except usage_error as err:  # bad option, missing argument, unknown command, no command
         if type(err).__name__ == "NoArgsIsHelpError":
             return 0  # `opdesign` alone printed its help
-        command = err.ctx.command_path if getattr(err, "ctx", None) else "opdesign"
+        command = err.ctx.command_path if getattr(err, "ctx", None) else _command_path(group, sys.argv[1:])
         streams.say(f"error: invalid_input: {err.format_message()} (see '{command} --help')")
         return 2
     except typer.Abort:

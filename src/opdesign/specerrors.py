@@ -27,8 +27,9 @@ def loc_text(loc: tuple) -> str:
     return "".join((f".{t}" if i else t) if name(t) else f"[{json.dumps(t)}]" for i, t in enumerate(map(str, loc)))
 
 
-def format_errors(err: ValidationError) -> str:
-    lines = []
+def _entries(err: ValidationError) -> list[tuple[str, str]]:
+    """``(field path, message)`` per failed field, cross-field failures under their own path."""
+    entries = []
     for e in err.errors():
         loc = loc_text(e["loc"])
         ctx_err = (e.get("ctx") or {}).get("error")
@@ -41,9 +42,14 @@ def format_errors(err: ValidationError) -> str:
             msg = NO_DYNAMIC_AXIS
         else:
             msg = e["msg"].removeprefix("Value error, ")
-        lines.append(f"{loc or '<root>'}: {msg}")
-    return "; ".join(lines)
+        entries.append((loc, msg))
+    return entries
+
+
+def format_errors(err: ValidationError) -> str:
+    return "; ".join(f"{loc or '<root>'}: {msg}" for loc, msg in _entries(err))
 
 
 def error_details(err: ValidationError) -> list[dict[str, str]]:
-    return [{"loc": loc_text(e["loc"]), "msg": e["msg"]} for e in err.errors()]
+    """The same entries as :func:`format_errors`, as data: ``loc`` is the field path the message names."""
+    return [{"loc": loc, "msg": msg} for loc, msg in _entries(err)]

@@ -122,22 +122,30 @@ def _check_keys(node: MappingNode, offset: int) -> None:
         first[name] = line
 
 
-def _record(node: Node, path: Path, lines: dict[Path, int], budget: list[int], offset: int) -> None:
+def _record(node: Node, path: Path, lines: dict[Path, int], budget: list[int], offset: int,
+            inside: frozenset[int] = frozenset()) -> None:
+    """Record the line of every node; ``inside`` holds the collections that contain this one (a cycle: an
+    alias used inside its own anchor, ``a: &x [*x]``, would recurse without end)."""
     budget[0] -= 1
     if budget[0] < 0:
         raise YamlProblem(f"YAML expands to more than {MAX_NODES} nodes (refused)")
     lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in inside:
+        raise YamlProblem("recursive alias: the anchor on this line is used inside its own value",
+                          node.start_mark.line + 1)
     if isinstance(node, ScalarNode):
         _check_scalar(node, offset)
     elif isinstance(node, MappingNode):
         _check_keys(node, offset)
+        inside |= {id(node)}
         for key, value in node.value:
             name = key.value if isinstance(key, ScalarNode) else repr(key.start_mark.line)
             lines.setdefault(path + (str(name),), key.start_mark.line + 1)
-            _record(value, path + (str(name),), lines, budget, offset)
+            _record(value, path + (str(name),), lines, budget, offset, inside)
     elif isinstance(node, SequenceNode):
+        inside |= {id(node)}
         for i, item in enumerate(node.value):
-            _record(item, path + (i,), lines, budget, offset)
+            _record(item, path + (i,), lines, budget, offset, inside)
 
 
 def load(text: str, first_line: int = 1) -> Loaded:

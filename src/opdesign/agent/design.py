@@ -154,7 +154,7 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
             parent_fd, name, target_fd = None, None, out.fd
         display = "/".join(out.names + ([out.name] if out.name else [])) or "."
         written = publish(files, parent_fd, name, args.force, display, target_fd=target_fd, jail=root.jail,
-                          target_res=out if out.kind == "dir" else None)
+                          target_res=out if out.kind == "dir" else None, force_hint='set "force": true')
     except BaseException:
         root.jail._remove_created(out)
         raise

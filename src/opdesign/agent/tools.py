@@ -173,9 +173,13 @@ def parse_request(raw: bytes) -> Any:
     except json.JSONDecodeError as err:
         raise InputError(f"malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})",
                          {"line": err.lineno, "column": err.colno}) from None
-    if _non_finite(data):
-        raise InputError("malformed JSON: NaN or Infinity is not a JSON number")
+    bad = _non_finite(data)
+    if bad is not None:
+        raise InputError(f"malformed JSON: {_NOT_FINITE.format(bad)}")
     return data
+
+
+_NOT_FINITE = "{} is not a finite JSON number (NaN, Infinity and numbers beyond the float range are refused)"
 
 
 class _NonFinite(str):
@@ -187,16 +191,16 @@ def _finite_float(text: str) -> float | _NonFinite:
     return value if value - value == 0 else _NonFinite(text)
 
 
-def _non_finite(value: Any) -> bool:
-    """A non-finite number here or in the lists nested in it (objects check their own values)."""
+def _non_finite(value: Any) -> _NonFinite | None:
+    """The first non-finite number here or in the lists nested in it (objects check their own values)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, _NonFinite):
-            return True
+            return item
         if isinstance(item, list):
-            stack += item
-    return False
+            stack += reversed(item)
+    return None
 
 
 def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -205,8 +209,9 @@ def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in out:
             raise InputError(f"malformed JSON: the key {key!r} is given twice", {"field": key})
-        if _non_finite(value):
-            raise InputError(f"malformed JSON: {key!r}: NaN or Infinity is not a JSON number", {"field": key})
+        bad = _non_finite(value)
+        if bad is not None:
+            raise InputError(f"malformed JSON: {key!r}: {_NOT_FINITE.format(bad)}", {"field": key})
         out[key] = value
     return out
 

@@ -238,11 +238,21 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
     if len(data) > MAX_GOLDEN_BYTES:
         raise TooLargeError(f"golden file {path} is {len(data)} bytes, over the {MAX_GOLDEN_BYTES}-byte limit",
                          details={"path": str(path)})
+    import io
+    import tokenize
+
+    try:  # the PEP 263 coding line (`# -*- coding: latin-1 -*-`), as Python reads the file; else UTF-8
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError as err:  # an unknown coding or one that contradicts the BOM; undeclared non-UTF-8 below
+        encoding = "utf-8-sig"
+        if "unknown encoding" in err.msg or "encoding problem" in err.msg:
+            raise InputError(f"{path}: encoding declaration: {err.msg}", details={"path": str(path)}) from None
     try:
-        source = data.decode("utf-8-sig")
+        source = data.decode("utf-8-sig" if encoding in ("utf-8", "utf-8-sig") else encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise InputError(f"{path}: line {line}: not UTF-8 (byte {err.start})",
+        what = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else f"{encoding} as its coding line declares"
+        raise InputError(f"{path}: line {line}: not {what} (byte {err.start})",
                          details={"path": str(path), "line": line}) from err
     try:
         with warnings.catch_warnings():

@@ -35,19 +35,22 @@ def phrase_table() -> dict[str, str]:
     return table
 
 
-def _short(values: list[int]) -> str:
-    """A list in full when short, else its first six, its last two and its length."""
+def _short(values: list[int], noun: str) -> str:
+    """A list in full when short, else its first six, its last two and its length in ``noun``."""
     if len(values) <= 12:
         return str(values)
-    return f"[{', '.join(map(str, values[:6]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} q blocks)"
+    return f"[{', '.join(map(str, values[:6]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} {noun})"
+
+
+_SHORT_NOUNS = {"b": "q blocks", "n": "batches"}
 
 
 class _Formatter(string.Formatter):
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "j":
             return "; ".join(say(v) for v in value)
-        if conversion == "b":
-            return _short(value)
+        if conversion in _SHORT_NOUNS:  # !b: one value per q block, !n: one per batch
+            return _short(value, _SHORT_NOUNS[conversion])
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> Any:

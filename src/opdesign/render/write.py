@@ -179,9 +179,10 @@ def _only_artifacts(target_fd: int, files: dict[str, bytes]) -> bool:
 
 def publish(files: dict[str, str], parent_fd: int | None, name: str | None, force: bool, display: str, *,
             target_fd: int | None = None, jail: Jail | None = None, target_res: Resolved | None = None,
-            before_publish: Callable[[], None] | None = None) -> list[str]:
+            before_publish: Callable[[], None] | None = None, force_hint: str = "use --force") -> list[str]:
     """Publish ``files`` (relative path -> text) as folder ``name`` of ``parent_fd`` (or into the open
     folder ``target_fd`` when it has no parent inside the jail). Returns ``display/<rel>`` per file.
+    ``force_hint`` ends the ``output_exists`` message: how the caller says force (a flag, a tool argument).
 
     Raises:
         OutputExistsError: an artifact exists and ``force`` is False (nothing written).
@@ -236,7 +237,7 @@ def publish(files: dict[str, str], parent_fd: int | None, name: str | None, forc
                     raise InputError(f"{display}/{rel} is a directory", {"path": f"{display}/{rel}"})
                 existing.append(f"{display}/{rel}")
         if existing and not force:
-            raise OutputExistsError(f"refusing to overwrite {', '.join(existing)} (use --force)", existing)
+            raise OutputExistsError(f"refusing to overwrite {', '.join(existing)} ({force_hint})", existing)
         if parent_fd is not None and _only_artifacts(target_fd, data):
             staging = _stage(data, parent_fd, stat.S_IMODE(os.fstat(target_fd).st_mode))
             try:

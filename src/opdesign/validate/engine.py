@@ -298,6 +298,10 @@ def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
         text = decode_source(_read_bytes(path))
     except Unusable as err:
         return [_unusable(name, str(err))]
+    if path.name.endswith("_scaffold.py") and text.startswith('"""Numpy scaffold of '):  # opdesign's own
+        kernel = path.name.removesuffix("_scaffold.py") + "_kernel.py"
+        return [_unusable(name, f"this is the numpy scaffold of `opdesign new` (no PyPTO kernel in it); run it with "
+                                f"`python {name}`, and validate {kernel} or the operator folder")]
     return _run_kernel(text, name)
 
 
@@ -344,18 +348,33 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
 
 
 def _is_spec(path: Path, text: str) -> bool:
-    """A ``.yaml`` / ``.yml`` file holding a mapping with ``op_name`` and at least two more SPEC keys."""
+    """A ``.yaml`` / ``.yml`` file whose top-level mapping has ``op_name`` and at least two more SPEC keys;
+    a SPEC whose YAML breaks part way (a truncated file) counts by the keys read before the break."""
     if path.suffix.lower() not in (".yaml", ".yml"):
         return False
     import yaml
 
     from opdesign.spec import Spec
 
+    keys: set[str] = set()
+    depth, at_key = 0, False  # nesting depth; whether the next depth-1 node is a key of the top mapping
     try:
-        data = yaml.safe_load(text)
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                if depth == 0 and not isinstance(event, yaml.MappingStartEvent):
+                    return False
+                depth += 1
+                at_key = depth == 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                at_key = depth == 1
+            elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)) and depth == 1:
+                if at_key and isinstance(event, yaml.ScalarEvent):
+                    keys.add(event.value)
+                at_key = not at_key
     except (yaml.YAMLError, RecursionError):
-        return False
-    return isinstance(data, dict) and "op_name" in data and len(set(data) & set(Spec.model_fields)) >= 3
+        pass
+    return "op_name" in keys and len(keys & set(Spec.model_fields)) >= 3
 
 
 def validate_paths(paths: Iterable[str | Path]) -> Report:
