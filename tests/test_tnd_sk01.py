@@ -4,13 +4,13 @@ causal GQA prefill fixture (4 batches of 1..4096 tokens), and the variants TND r
 from __future__ import annotations
 
 import copy
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 import yaml
 
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.errors import SpecError
 from opdesign.render.design import render_kernel
@@ -19,15 +19,11 @@ from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec, parse_spec
 
 SPEC = REPO / "tests" / "fixtures" / "sk01" / "causal_gqa_tnd.yaml"
-MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tnd") / "causal_gqa_tnd"
-    res = run_cli("new", "--spec", str(SPEC), "--out", str(out))
-    assert res.returncode == 0, res.stderr
-    return out
+    return new_folder(tmp_path_factory, SPEC, "causal_gqa_tnd")
 
 
 def test_plan_is_the_baseline_with_packed_counts():
@@ -76,20 +72,13 @@ def test_kernel_reads_the_cumulative_offsets_per_batch():
 
 
 def test_scaffold_quick_passes_and_shrinks_the_batches(generated):
-    res = subprocess.run([sys.executable, str(generated / "causal_gqa_tnd_scaffold.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[-1] == "self-check: 3 of 3 configs within tolerance"
+    lines = scaffold_lines(generated, "causal_gqa_tnd", 3, quick=True)
     assert "[quick: batch 4 -> 2, seq_q 4096 -> 384, seq_kv 4096 -> 384] PASS" in lines[0]
 
 
 @pytest.mark.slow
 def test_scaffold_full_size_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "causal_gqa_tnd_scaffold.py")],
-                         capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 3 of 3 configs within tolerance"
+    scaffold_lines(generated, "causal_gqa_tnd", 3, quick=False)
 
 
 def _tnd(example, **changes):
@@ -124,16 +113,6 @@ def test_other_planned_masks_render_and_validate(tmp_path, mask, extra):
 
 
 @pytest.mark.pypto
-@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
-                    "pip install '.[pypto]'")
+@needs_pypto
 def test_tnd_kernel_compiles_simulates_and_verifies(generated):
-    from opdesign.pypto_run.design import verify_dir
-
-    report = verify_dir(generated, quick=True)
-    assert report.errors == [], report.errors
-    assert [c.name for c in report.configs] == ["func_b4_s4096", "func_b3_s1000", "func_b2_q300_kv700"]
-    for config in report.configs:
-        assert config.compiled and config.sim_us > 0
-        assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
-        assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
-    assert report.passed
+    assert_verifies(generated, ["func_b4_s4096", "func_b3_s1000", "func_b2_q300_kv700"])

@@ -4,28 +4,21 @@ scaffold and kernel of tests/fixtures/sk01/tensor_mask_tnd.yaml."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-
 import pytest
 import yaml
 
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import REPO, run_cli
 from opdesign.render.design import render_kernel
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 SPEC = REPO / "tests" / "fixtures" / "sk01" / "tensor_mask_tnd.yaml"
-MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tnd_mask") / "tensor_mask_tnd"
-    res = run_cli("new", "--spec", str(SPEC), "--out", str(out))
-    assert res.returncode == 0, res.stderr
-    return out
+    return new_folder(tmp_path_factory, SPEC, "tensor_mask_tnd")
 
 
 def test_plan_has_a_packed_mask_input():
@@ -61,33 +54,16 @@ def test_kernel_views_the_mask_at_the_packed_row():
 
 
 def test_scaffold_quick_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "tensor_mask_tnd_scaffold.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[-1] == "self-check: 2 of 2 configs within tolerance"
+    lines = scaffold_lines(generated, "tensor_mask_tnd", 2, quick=True)
     assert "[quick: batch 4 -> 2, seq_q 1024 -> 384, seq_kv 1024 -> 384] PASS" in lines[0]
 
 
 @pytest.mark.slow
 def test_scaffold_full_size_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "tensor_mask_tnd_scaffold.py")],
-                         capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+    scaffold_lines(generated, "tensor_mask_tnd", 2, quick=False)
 
 
 @pytest.mark.pypto
-@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
-                    "pip install '.[pypto]'")
+@needs_pypto
 def test_mask_tnd_kernel_compiles_simulates_and_verifies(generated):
-    from opdesign.pypto_run.design import verify_dir
-
-    report = verify_dir(generated, quick=True)
-    assert report.errors == [], report.errors
-    assert [c.name for c in report.configs] == ["func_b4_s1024", "func_b3_q300_kv700"]
-    for config in report.configs:
-        assert config.compiled and config.sim_us > 0
-        assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
-        assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
-    assert report.passed
+    assert_verifies(generated, ["func_b4_s1024", "func_b3_q300_kv700"])

@@ -4,13 +4,10 @@ scaffold and kernel of tests/fixtures/sk01/paged_tnd.yaml."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-
 import pytest
 import yaml
 
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import REPO, run_cli
 from opdesign.plan.fields import cumulative_lengths
 from opdesign.render.design import render_kernel
@@ -19,15 +16,11 @@ from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 SPEC = REPO / "tests" / "fixtures" / "sk01" / "paged_tnd.yaml"
-MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tnd_paged") / "paged_tnd"
-    res = run_cli("new", "--spec", str(SPEC), "--out", str(out))
-    assert res.returncode == 0, res.stderr
-    return out
+    return new_folder(tmp_path_factory, SPEC, "paged_tnd")
 
 
 def test_plan_packs_q_and_keeps_per_batch_kv_lengths():
@@ -80,36 +73,19 @@ def test_kernel_offsets_q_by_the_cumulative_rows_and_gathers_pages():
 
 
 def test_scaffold_quick_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "paged_tnd_scaffold.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[-1] == "self-check: 2 of 2 configs within tolerance"
+    lines = scaffold_lines(generated, "paged_tnd", 2, quick=True)
     assert "[quick: batch 4 -> 2, seq_q 1024 -> 384, seq_kv 2048 -> 385] PASS" in lines[0]
 
 
 @pytest.mark.slow
 def test_scaffold_full_size_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "paged_tnd_scaffold.py")],
-                         capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+    scaffold_lines(generated, "paged_tnd", 2, quick=False)
 
 
 @pytest.mark.pypto
-@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
-                    "pip install '.[pypto]'")
+@needs_pypto
 def test_paged_tnd_kernel_compiles_simulates_and_verifies(generated):
-    from opdesign.pypto_run.design import verify_dir
-
-    report = verify_dir(generated, quick=True)
-    assert report.errors == [], report.errors
-    assert [c.name for c in report.configs] == ["func_b4_q1024_kv2048", "func_b3_q300_kv700"]
-    for config in report.configs:
-        assert config.compiled and config.sim_us > 0
-        assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
-        assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
-    assert report.passed
+    assert_verifies(generated, ["func_b4_q1024_kv2048", "func_b3_q300_kv700"])
 
 
 # --- the PageAttn FP8 row on packed Q (a5): PyPTO 0.2.0 ships only the A2/A3 platform, so an FP8 kernel cannot
@@ -119,10 +95,7 @@ FP8_SPEC = REPO / "tests" / "fixtures" / "sk01" / "paged_fp8_tnd.yaml"
 
 @pytest.fixture(scope="module")
 def generated_fp8(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tnd_paged_fp8") / "paged_fp8_tnd"
-    res = run_cli("new", "--spec", str(FP8_SPEC), "--out", str(out))
-    assert res.returncode == 0, res.stderr
-    return out
+    return new_folder(tmp_path_factory, FP8_SPEC, "paged_fp8_tnd")
 
 
 def test_fp8_plan_keeps_the_paged_scales():
@@ -149,25 +122,17 @@ def test_fp8_design_and_kernel_validate(generated_fp8):
 
 
 def test_fp8_scaffold_quick_passes_against_its_rounding_model(generated_fp8):
-    res = subprocess.run([sys.executable, str(generated_fp8 / "paged_fp8_tnd_scaffold.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[-1] == "self-check: 2 of 2 configs within tolerance"
+    lines = scaffold_lines(generated_fp8, "paged_fp8_tnd", 2, quick=True)
     assert all(" model_err=" in line and "(bound 7.812e-03)" in line for line in lines[:2]), lines
 
 
 @pytest.mark.slow
 def test_fp8_scaffold_full_size_passes(generated_fp8):
-    res = subprocess.run([sys.executable, str(generated_fp8 / "paged_fp8_tnd_scaffold.py")],
-                         capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+    scaffold_lines(generated_fp8, "paged_fp8_tnd", 2, quick=False)
 
 
 @pytest.mark.pypto
-@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
-                    "pip install '.[pypto]'")
+@needs_pypto
 def test_fp8_kernel_is_refused_by_the_release_platform(generated_fp8):
     """The FP8E4M3 matmul of the kernel is refused while the graph is built (only DAV_3510 takes it)."""
     from opdesign.pypto_run.design import verify_dir

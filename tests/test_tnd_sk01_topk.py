@@ -4,28 +4,21 @@ Plan, DESIGN.md, interfaces, scaffold and kernel of tests/fixtures/sk01/sparse_t
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-
 import pytest
 import yaml
 
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import REPO, run_cli
 from opdesign.render.design import render_kernel
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 SPEC = REPO / "tests" / "fixtures" / "sk01" / "sparse_topk_tnd_fallback.yaml"
-MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tnd_topk") / "sparse_topk_tnd_fallback"
-    res = run_cli("new", "--spec", str(SPEC), "--out", str(out))
-    assert res.returncode == 0, res.stderr
-    return out
+    return new_folder(tmp_path_factory, SPEC, "sparse_topk_tnd_fallback")
 
 
 def test_sk02_rejects_the_run_time_topk_and_sk01_plans_the_packed_fallback():
@@ -61,31 +54,15 @@ def test_kernel_views_the_picks_at_the_packed_row():
 
 
 def test_scaffold_quick_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "sparse_topk_tnd_fallback_scaffold.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+    scaffold_lines(generated, "sparse_topk_tnd_fallback", 2, quick=True)
 
 
 @pytest.mark.slow
 def test_scaffold_full_size_passes(generated):
-    res = subprocess.run([sys.executable, str(generated / "sparse_topk_tnd_fallback_scaffold.py")],
-                         capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == "self-check: 2 of 2 configs within tolerance"
+    scaffold_lines(generated, "sparse_topk_tnd_fallback", 2, quick=False)
 
 
 @pytest.mark.pypto
-@pytest.mark.skipif(bool(MISSING), reason=f"the opdesign[pypto] extra is not installed ({', '.join(MISSING)} missing): "
-                    "pip install '.[pypto]'")
+@needs_pypto
 def test_topk_tnd_kernel_compiles_simulates_and_verifies(generated):
-    from opdesign.pypto_run.design import verify_dir
-
-    report = verify_dir(generated, quick=True)
-    assert report.errors == [], report.errors
-    assert [c.name for c in report.configs] == ["func_b4_q4_kv1024", "func_b3_q2_kv300"]
-    for config in report.configs:
-        assert config.compiled and config.sim_us > 0
-        assert config.verify.status == "PASS" and config.verify.failed_passes == [], config
-        assert config.verify.max_abs_diff is not None and config.verify.max_abs_diff <= 0.05
-    assert report.passed
+    assert_verifies(generated, ["func_b4_q4_kv1024", "func_b3_q2_kv300"])
