@@ -80,8 +80,10 @@ def _row_matches(fields: dict[str, Any], given: dict[str, Any]) -> bool:
     return all(_fmt(fields[k]) == _fmt(v) for k, v in given.items())
 
 
-def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any], params: CostParams) -> TilePins:
-    """Pins of the best-ranked legal row that has every given knob (the full numbering of ``opdesign rank``).
+def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
+                     params: CostParams) -> tuple[TilePins, CandidateRow | None]:
+    """Pins of the best-ranked legal row that has every given knob (the full numbering of ``opdesign rank``),
+    and that row (None for square pins outside the ranked space, planned by the skeleton's tile rule).
 
     Raises:
         InputError: no legal row has them; the message names the rules that reject the best would-be
@@ -92,7 +94,7 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any], params: C
     full = rank_candidates(spec, default, include_rejected=True, params=params)
     for row in full.rows:
         if _row_matches(plan_fields(row), given):
-            return pins_from_row(row)
+            return pins_from_row(row), row
     tiles = {k: v for k, v in given.items() if k not in ("unroll_factor", "head_group", "streams")}
     for rej in full.rejected:  # one row per tile geometry, best would-be score first
         if _row_matches(plan_fields(rej), tiles):
@@ -104,7 +106,7 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any], params: C
         # outside the ranked space but what the skeleton's own tile rule can build (C1 m = n, C2 m = C1 m):
         # plan it, and plan_for_pins names the rules it breaks
         scalars = {k: v for k, v in given.items() if k in SCALAR_KEYS or k == "vec_tile"}
-        return TilePins(**scalars, **({"qk_tile": qk[0]} if qk else {}), **({"pv_tile": pv[1]} if pv else {}))
+        return TilePins(**scalars, **({"qk_tile": qk[0]} if qk else {}), **({"pv_tile": pv[1]} if pv else {})), None
     want = ", ".join(f"{k}={_fmt(v)}" for k, v in given.items())
     raise InputError(f"--tiles: no candidate of {spec.op_name}'s space has {want} (`opdesign rank --show-rejected` "
                      "lists the legal and rejected tiles; unroll_factor / head_group / streams take the values "
@@ -194,7 +196,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
         row = ranking.rows[candidate - 1]
         pins = pins_from_row(row)
     else:
-        pins = _pins_from_tiles(spec, default, parse_tiles(tiles or ""), params)
+        pins, row = _pins_from_tiles(spec, default, parse_tiles(tiles or ""), params)
         ranking = rank_candidates(spec, default, top=TUNING_COUNT + 1, params=params)
     plan = plan_for_pins(spec, spec_path, default, pins)
     if row is None:
