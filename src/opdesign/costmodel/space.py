@@ -186,6 +186,19 @@ class Space:
         return out, gi, ki
 
 
+def most_blocks(ctx: Context, q_tile: int, kv_tile: int) -> int:
+    """``max(valid_blocks(ctx, q_tile, kv_tile))`` without the per-q-block array where the counts are
+    known to be flat (no mask) or non-decreasing (causal: the last q block sees the most columns)."""
+    s = ctx.spec.shape
+    if ctx.spec.mask not in ("causal", "sliding_window"):
+        return -(-s.seq_kv // kv_tile)
+    if ctx.spec.mask == "causal":
+        nq = -(-s.seq_q // q_tile)
+        hi = max(min(nq * q_tile + s.seq_kv - s.seq_q, s.seq_kv), 0)
+        return -(-hi // kv_tile)
+    return int(valid_blocks(ctx, q_tile, kv_tile).max())
+
+
 def enumerate_geometry(ctx: Context) -> Space:
     """The tile geometries, the knob rows and which knobs each geometry takes (:func:`enumerate_candidates`)."""
     spec, plan, card = ctx.spec, ctx.plan, ctx.card
@@ -210,7 +223,7 @@ def enumerate_geometry(ctx: Context) -> Space:
         ms, pms = sorted({min(m, qa) for m in qk_ms}), sorted({min(m, qa) for m in pv_ms})
         for kv in kvs:
             kva = align_up(kv, align)
-            steps_max = int(valid_blocks(ctx, q, kv).max())
+            steps_max = most_blocks(ctx, q, kv)
             shapes = vec_shapes(kv, rows_range)
             if (q, kv) == (plan.q_tile, plan.kv_tile) and plan.vec_tiles["V1"].shape not in shapes:
                 shapes.append(plan.vec_tiles["V1"].shape)
