@@ -122,6 +122,29 @@ async def _bench(root: Path, calls: int) -> dict:
     }
 
 
+def _client_validation_ms(root: Path, rounds: int = 30) -> dict[str, float]:
+    """CPU ms (median) the SDK client spends per answer checking ``structuredContent`` against the tool's
+    ``outputSchema`` (jsonschema), part of every latency above: the client's share, not the server's."""
+    import jsonschema
+
+    from opdesign.agent.tools import call_tool, tool_definitions
+
+    schemas = {d["name"]: d.get("outputSchema") for d in tool_definitions()}
+    out = {}
+    for name, args in MIX:
+        payload, ok = call_tool(name, args, root)
+        if not ok or not schemas.get(name) or f"{name} {json.dumps(args)}" in out:
+            continue
+        validator = jsonschema.validators.validator_for(schemas[name])(schemas[name])
+        spent = []
+        for _ in range(rounds):
+            start = time.process_time()
+            validator.validate(payload)
+            spent.append((time.process_time() - start) * 1000)
+        out[f"{name} {json.dumps(args)}"] = round(statistics.median(spent), 2)
+    return out
+
+
 def run(calls: int = 100) -> dict:
     """Run the benchmark in a temporary root and return the figures."""
     import anyio
@@ -129,7 +152,9 @@ def run(calls: int = 100) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _prepare_root(root)
-        return anyio.run(_bench, root, calls)
+        figures = anyio.run(_bench, root, calls)
+        figures["client_schema_check_cpu_ms"] = _client_validation_ms(root)
+        return figures
 
 
 def main() -> int:

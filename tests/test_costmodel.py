@@ -432,8 +432,16 @@ def test_chunked_scoring_and_rule_checks_give_the_same_ranking(monkeypatch, incl
     assert whole.enumerated > 97 * 10 and whole.legal < whole.enumerated
 
 
-def test_ranking_without_rejected_rows_equals_the_full_ranking() -> None:
-    plan = estimate(CAUSAL)
-    full = rank_candidates(CAUSAL, plan, top=25, include_rejected=True)
-    legal_only = rank_candidates(CAUSAL, plan, top=25)
+@pytest.mark.parametrize("name", ["causal_gqa_tail", "causal_gqa_fai", "dense_fa_8192",
+                                  "sliding_window_512"])
+@pytest.mark.parametrize("within_form", [False, True])
+def test_ranking_without_rejected_rows_equals_the_full_ranking(name, within_form) -> None:
+    """The legal-only ranking checks the rules per tile geometry and never builds an illegal candidate; its
+    rows, counts and chosen rank are those of ranking the whole space."""
+    spec = load_spec(EXAMPLES / f"{name}.yaml")
+    plan = estimate(spec)
+    full = rank_candidates(spec, plan, top=25, include_rejected=True, within_form=within_form)
+    legal_only = rank_candidates(spec, plan, top=25, within_form=within_form)
     assert legal_only.model_dump(exclude={"rejected"}) == full.model_dump(exclude={"rejected"})
+    assert full.rejected and len(legal_only.rows) == min(25, full.legal)
+    assert sum(full.rejected_by_rule.values()) >= full.enumerated - full.legal > 0

@@ -111,3 +111,21 @@ def test_eight_streams_regress_against_four() -> None:
     four = [r for r in ranking.rows if r.streams == 4]
     eight = [r for r in ranking.rows if r.streams == 8]
     assert four and eight and eight[0].score_cycles > four[0].score_cycles
+
+
+@pytest.mark.parametrize("mask,window", [("none", None), ("causal", None), ("sliding_window", 512)])
+@pytest.mark.parametrize("seq_q,seq_kv", [(8192, 8192), (1000, 700), (300, 700), (7, 4096), (1, 1)])
+def test_most_blocks_is_the_largest_valid_block_count(mask, window, seq_q, seq_kv) -> None:
+    """The KV loop length each tile pair's unroll choices read, in closed form where the counts are flat
+    or non-decreasing, equals the largest per-q-block count."""
+    from dataclasses import replace
+
+    from opdesign.costmodel.space import most_blocks, valid_blocks
+
+    plan = estimate(DENSE)
+    spec = DENSE.model_copy(update={"mask": mask, "shape": DENSE.shape.model_copy(
+        update={"seq_q": seq_q, "seq_kv": seq_kv, "window": window})})
+    ctx = replace(context(DENSE, plan), spec=spec)
+    counts = {(q, kv): most_blocks(ctx, q, kv) for q in (8, 64, 100, 128, 4096) for kv in (8, 128, 1000, 4096)}
+    assert counts == {(q, kv): int(valid_blocks(ctx, q, kv).max()) for q, kv in counts}
+    assert len(set(counts.values())) > 1 or seq_kv == 1

@@ -1,7 +1,8 @@
 """Command-line interface: the entry point over the Typer command tree (:mod:`opdesign.cliapp`).
 
-Plain ``golden`` and ``validate`` runs take :mod:`opdesign.clifast`, which skips Typer; any other
-command line (help, a usage error, other commands) goes through the Typer tree.
+Plain ``golden`` and ``validate`` runs take :mod:`opdesign.clifast`, plain ``new`` runs
+:mod:`opdesign.clinew`; both skip Typer. Any other command line (help, a usage error, other
+commands) goes through the Typer tree.
 
 Exit codes (stable, see ``opdesign.errors``): 0 success; 1 error-level
 findings or a failed check; 2 unusable input (bad SPEC, missing file, refused
@@ -66,6 +67,10 @@ def _main() -> int:
     from opdesign.clifast import fast_command
 
     run = fast_command(sys.argv[1:])  # None: anything but plain `golden` / `validate` arguments
+    if run is None:
+        from opdesign.clinew import fast_new
+
+        run = fast_new(sys.argv[1:])  # None: anything but a plain `new` line
     if run is None:
         from opdesign.cliapp import run_typer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from opdesign import streams
-from opdesign.cliout import FLAG, is_quiet, note, print_version, quiet_option
+from opdesign.cliout import FLAG, note, print_version, quiet_option
 from opdesign.clitext import card_text as _card_text
 from opdesign.clitext import value_lines as _value_lines
 from opdesign.render.headings import DEFAULT_LANG
@@ -93,36 +93,9 @@ def new(
     quiet: bool = quiet_option(),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
-    from opdesign.errors import InputError, ToolIOError
-    from opdesign.pipeline import new_design
+    from opdesign.clinew import new_command
 
-    if lang not in ("en", "zh"):
-        raise InputError(f"--lang: expected 'en' or 'zh', got {lang!r}")
-    if out is not None and not out.strip():
-        raise InputError("--out: empty folder name (omit --out for ./<op_name>)")
-    def announce(paths: list[Path]) -> None:  # printed (and flushed) before publishing: a broken stdout writes nothing
-        if is_quiet():
-            return
-        try:
-            echo("".join(f"wrote {path}\n" for path in paths), nl=False)
-        except streams.StreamError as err:
-            raise ToolIOError(f"stdout: {err} (nothing written)") from None
-
-    from opdesign.costmodel.calibration import load_params
-
-    params, pinned = load_params(not uncalibrated), None
-    if candidate is not None or tiles is not None:
-        from opdesign.candidate import pinned_plan
-        from opdesign.spec import load_spec
-
-        if candidate is not None and tiles is not None:
-            raise InputError("--candidate and --tiles are mutually exclusive (give one)")
-        pinned = pinned_plan(load_spec(spec), spec, candidate=candidate, tiles=tiles, params=params)
-    result = new_design(spec, out, lang=lang, force=force, before_publish=announce, plan=pinned, params=params)
-    p = result.plan
-    form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
-    note(f"{p.skeleton.id} {form}: q_tile={p.q_tile} kv_tile={p.kv_tile} root_count={p.root_count} "
-               f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
+    new_command(spec, out, lang, force, candidate, tiles, uncalibrated)
 
 # === cards / rules ===
 # The catalog (cards, constraint tables, their pydantic models, markdown-it) is imported by the

@@ -21,15 +21,18 @@ a JSON-RPC error (-32700 parse error, -32600 invalid request) instead of being d
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
 from opdesign.errors import BusyError, InternalError, OpdesignError
+from opdesign.agent.base import MAX_FILE_BYTES
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
 SERVER_NAME = "opdesign"
@@ -78,9 +81,59 @@ def _result(types: Any, payload: dict[str, Any], ok: bool) -> Any:
     )
 
 
+#: answers a worker keeps (least recently used out first): a few SPECs an agent iterates on
+ANSWER_CACHE_SIZE = 64
+_ANSWERS: OrderedDict[tuple[str, str, bytes], tuple[dict[str, Any], bool]] = OrderedDict()
+
+
+def _spec_bytes(jail: Root, arguments: Any) -> bytes | None:
+    """The bytes of ``estimate_design``'s SPEC, read as the tool reads it (inside the root), or None: not
+    a plain call, a SPEC the tool refuses to read, or one that names a golden (a second file the plan reads)."""
+    if not isinstance(arguments, dict) or set(arguments) != {"spec_path"} or not isinstance(arguments["spec_path"], str):
+        return None
+    try:
+        raw, res = jail.read(arguments["spec_path"], "spec_path", MAX_FILE_BYTES)
+        res.close()
+    except Exception:  # noqa: BLE001 - the tool answers with the error itself
+        return None
+    return None if b"golden" in raw else raw
+
+
 def _worker_call(name: str, arguments: dict[str, Any], root: str) -> tuple[dict[str, Any], bool]:
-    """One tool call in a worker process (module level: the process pool imports it by name)."""
-    return call_tool(name, arguments, root)
+    """One tool call in a worker process (module level: the process pool imports it by name).
+
+    Workers stay up between calls with their imports and the catalog loaded; an ``estimate_design``
+    answer is kept per (root, arguments, SPEC bytes): the plan is a function of those, so the same SPEC
+    is answered again without planning, and an edited SPEC (other bytes) is planned afresh.
+    """
+    if name != "estimate_design":
+        return call_tool(name, arguments, root)
+    try:
+        jail = Root(root)
+    except Exception:  # noqa: BLE001 - the tool answers with the error itself
+        return call_tool(name, arguments, root)
+    raw = _spec_bytes(jail, arguments)
+    if raw is None:
+        return call_tool(name, arguments, jail)
+    key = (str(jail.path), arguments["spec_path"], hashlib.sha256(raw).digest())
+    if key in _ANSWERS:
+        _ANSWERS.move_to_end(key)
+        return _ANSWERS[key]
+    answer = call_tool(name, arguments, jail)
+    if answer[1] and _spec_bytes(jail, arguments) == raw:  # the SPEC did not change while it was planned
+        _ANSWERS[key] = answer
+        while len(_ANSWERS) > ANSWER_CACHE_SIZE:
+            _ANSWERS.popitem(last=False)
+    return answer
+
+
+def _warm_worker() -> None:
+    """Load what every design call needs (planner, renderer, cost model, catalog) in a fresh worker."""
+    import opdesign.costmodel.rank  # noqa: F401
+    import opdesign.pipeline  # noqa: F401
+    from opdesign.catalog import load_catalog
+
+    load_catalog()
 
 
 class Calls:
@@ -124,6 +177,14 @@ class Calls:
         for process in list(getattr(pool, "_processes", {}).values()):
             process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
+
+    def warm(self) -> None:
+        """Start one worker and load the design modules in it, so the first calls do not pay for imports."""
+        if self.call is None:
+            try:
+                self._executor().submit(_warm_worker)
+            except Exception:  # noqa: BLE001 - a call spawns the workers again when it needs them
+                pass
 
     def close(self) -> None:
         """Stop the workers (the server is done; a call still running is not waited for)."""
@@ -247,6 +308,7 @@ def serve(root: str | Path = ".") -> None:
     jail = Root(root)
     calls = Calls(types, jail)
     server = build_server(jail, calls)
+    calls.warm()
     import sys
 
     # The loop's own threads (stdin reads, the waits on worker results) hand the GIL over every switch

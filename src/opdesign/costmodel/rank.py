@@ -35,9 +35,11 @@ from opdesign.costmodel.space import (
     TILE_MIN,
     VEC_AREAS,
     VEC_COLS_MAX,
+    GEOMETRY,
     check_rules,
     context,
     enumerate_candidates,
+    enumerate_geometry,
     form_rules,
 )
 from opdesign.costmodel.stages import BOTTLENECKS, STAGES, CostParams, core_loads, group_rows, score, useful_streams
@@ -178,11 +180,45 @@ def _score_in_chunks(ctx, c: dict[str, np.ndarray], params: CostParams, load: di
             **load}
 
 
-def _rule_counts(rules) -> dict[str, int]:
-    """Candidates breaking each rule (one may break several), in ``RULE_ORDER``."""
+def _rule_counts(rules, weight: np.ndarray | None = None) -> dict[str, int]:
+    """Candidates breaking each rule (one may break several), in ``RULE_ORDER``; ``weight``: candidates per row."""
     by_rule = {"C-TILE-05": rules.bad_align | rules.bad_step, "C-TILE-02": rules.bad_tail,
                "C-TILE-03": np.logical_or.reduce(list(rules.over.values())), "C-TILE-04": rules.bad_expansion}
-    return {k: int(by_rule[k].sum()) for k in RULE_ORDER}
+    if weight is None:
+        return {k: int(by_rule[k].sum()) for k in RULE_ORDER}
+    return {k: int(weight[by_rule[k]].sum()) for k in RULE_ORDER}
+
+
+def _legal_space(ctx, within_form: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int, dict[str, int]]:
+    """The legal candidates and their core loads, the count of candidates and the count breaking each rule,
+    without materialising the illegal ones: the same arrays, in the same order, as filtering the whole space.
+
+    The hard rules read the tile geometry only, the loads and the stream filter the tile pair and the knobs
+    only, so the rules are checked once per geometry row and the loads once per (tile pair, knob row); a
+    geometry row stands for as many candidates as its tile pair keeps knob rows.
+    """
+    space = enumerate_geometry(ctx)
+    geo = {name: space.column(name) for name in GEOMETRY}
+    first, pair_of = group_rows(geo["q"], geo["kv"])  # the rows of one tile pair share steps_max, so their knobs
+    nk = len(space.knobs)
+    pairs = {"q": np.repeat(geo["q"][first], nk), "kv": np.repeat(geo["kv"][first], nk),
+             "u": np.tile(space.knobs[:, 0], len(first)), "g": np.tile(space.knobs[:, 1], len(first)),
+             "s": np.tile(space.knobs[:, 2], len(first))}
+    allowed = space.allowed[first].reshape(-1)
+    pair_load = {}  # loads of the (pair, knob) rows the unroll rule keeps (0 elsewhere: never read)
+    for k, v in core_loads(ctx, {k: v[allowed] for k, v in pairs.items()}).items():
+        pair_load[k] = np.zeros(len(allowed), dtype=v.dtype)
+        pair_load[k][allowed] = v
+    pair_keep = allowed & useful_streams(pairs["s"], pair_load["units"], STREAM_COUNTS)
+    if within_form:
+        pair_keep &= ~form_rules(ctx, pairs["q"])
+    keep = pair_keep.reshape(len(first), nk)[pair_of]  # (geometry, knob)
+    per_row = keep.sum(axis=1)
+    rules = check_rules(ctx, geo)
+    c, gi, ki = space.materialise(keep & rules.legal[:, None])
+    at = pair_of[gi] * nk + ki
+    load = {k: v[at] for k, v in pair_load.items()}
+    return c, load, int(per_row.sum()), _rule_counts(rules, per_row)
 
 
 def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_rejected: bool = False, *,
@@ -207,27 +243,20 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     """
     params = params or CostParams()
     ctx = context(spec, plan)
-    c = enumerate_candidates(ctx)
-    load = core_loads(ctx, c)
-    keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
-    if within_form:
-        keep &= ~form_rules(ctx, c["q"])
-    for d in (c, load):  # column by column: one filtered copy alive at a time
-        for k in d:
-            d[k] = d[k][keep]
-    enumerated = len(c["q"])
     if include_rejected:
+        c = enumerate_candidates(ctx)
+        load = core_loads(ctx, c)
+        keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
+        if within_form:
+            keep &= ~form_rules(ctx, c["q"])
+        for d in (c, load):  # column by column: one filtered copy alive at a time
+            for k in d:
+                d[k] = d[k][keep]
+        enumerated = len(c["q"])
         rules = check_rules(ctx, c)
         legal, rejected_by_rule = rules.legal, _rule_counts(rules)
-    else:  # rules checked in chunks; only legal candidates are scored and sorted (same order among themselves)
-        parts = [check_rules(ctx, {k: v[i:i + SCORE_CHUNK] for k, v in c.items()})
-                 for i in range(0, enumerated, SCORE_CHUNK)]
-        legal = np.concatenate([r.legal for r in parts])
-        rejected_by_rule = {k: sum(_rule_counts(r)[k] for r in parts) for k in RULE_ORDER}
-        del parts
-        for d in (c, load):
-            for k in d:
-                d[k] = d[k][legal]
+    else:  # only legal candidates are built, scored and sorted (same order among themselves)
+        c, load, enumerated, rejected_by_rule = _legal_space(ctx, within_form)
         legal = np.ones(len(c["q"]), dtype=bool)
     scored = _score_in_chunks(ctx, c, params, load)
 

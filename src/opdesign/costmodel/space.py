@@ -161,14 +161,46 @@ def valid_blocks(ctx: Context, q_tile: int, kv_tile: int) -> np.ndarray:
     return block_counts(ctx.spec.mask, s.seq_q, s.seq_kv, q_tile, kv_tile, s.window)
 
 
-def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
-    """All candidates as parallel int64 arrays (one entry per candidate), duplicates removed.
+#: geometry columns of :func:`enumerate_geometry` (one row per tile geometry; knobs come apart)
+GEOMETRY = ("q", "kv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "m20", "m21", "k20", "k21", "n20", "n21",
+            "steps_max")
 
-    Keys: ``q, kv, vr, vc, u, g, s`` (the knobs), ``m0 m1 k10 k11 n0 n1``
-    (C1 [L0, L1] per axis: ``qk_tile = [m1, n1]``), ``m20 m21 k20 k21 n20 n21`` (C2:
-    ``pv_tile = [m21, k21]``), ``steps_max`` (most KV blocks any q block visits). Tile
-    choices that clip to the same tiles are one candidate.
-    """
+
+@dataclass(frozen=True)
+class Space:
+    """The candidate space before it is materialised: candidate ``(i, j)`` is geometry row ``i`` with
+    knob row ``j`` when ``allowed[i, j]``; candidates are numbered geometry-major, knob-minor."""
+
+    geometry: np.ndarray  # int64, one row per tile geometry, columns GEOMETRY
+    knobs: np.ndarray  # int64, rows (u, g, s)
+    allowed: np.ndarray  # bool (geometry, knob): the unroll ladder rule below
+
+    def column(self, name: str) -> np.ndarray:
+        return self.geometry[:, GEOMETRY.index(name)]
+
+    def materialise(self, mask: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The candidates of ``mask`` (geometry, knob) as parallel arrays, their geometry and knob row indices."""
+        gi, ki = np.divmod(np.flatnonzero(mask), len(self.knobs))
+        out = {name: self.geometry[:, i][gi] for i, name in enumerate(GEOMETRY)}
+        out.update(u=self.knobs[:, 0][ki], g=self.knobs[:, 1][ki], s=self.knobs[:, 2][ki])
+        return out, gi, ki
+
+
+def most_blocks(ctx: Context, q_tile: int, kv_tile: int) -> int:
+    """``max(valid_blocks(ctx, q_tile, kv_tile))`` without the per-q-block array where the counts are
+    known to be flat (no mask) or non-decreasing (causal: the last q block sees the most columns)."""
+    s = ctx.spec.shape
+    if ctx.spec.mask not in ("causal", "sliding_window"):
+        return -(-s.seq_kv // kv_tile)
+    if ctx.spec.mask == "causal":
+        nq = -(-s.seq_q // q_tile)
+        hi = max(min(nq * q_tile + s.seq_kv - s.seq_q, s.seq_kv), 0)
+        return -(-hi // kv_tile)
+    return int(valid_blocks(ctx, q_tile, kv_tile).max())
+
+
+def enumerate_geometry(ctx: Context) -> Space:
+    """The tile geometries, the knob rows and which knobs each geometry takes (:func:`enumerate_candidates`)."""
     spec, plan, card = ctx.spec, ctx.plan, ctx.card
     s = spec.shape
     safe = card.param("safe_cube_tile")
@@ -185,40 +217,53 @@ def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
     unrolls = sorted(plan.unroll.candidates)  # the variant's tuning candidates
     groups = [1] + [g for g in load_catalog().card("AT-23").param("group_sizes") if s.num_heads % g == 0]
 
-    geo, cubes = [], {}
+    blocks, cubes = [], {}
     for q in qs:
         qa = align_up(q, align)
         ms, pms = sorted({min(m, qa) for m in qk_ms}), sorted({min(m, qa) for m in pv_ms})
         for kv in kvs:
             kva = align_up(kv, align)
-            steps_max = int(valid_blocks(ctx, q, kv).max())
+            steps_max = most_blocks(ctx, q, kv)
             shapes = vec_shapes(kv, rows_range)
             if (q, kv) == (plan.q_tile, plan.kv_tile) and plan.vec_tiles["V1"].shape not in shapes:
                 shapes.append(plan.vec_tiles["V1"].shape)
             # each axis clipped to the aligned step first: choices that clip alike are one candidate
+            pair_cubes = []
             for tiles in product(ms, sorted({min(n, kva) for n in qk_ns}), pms, sorted({min(k, kva) for k in pv_ks})):
                 if tiles not in cubes:  # the cube tiles depend on the clipped L1 tiles only
                     t = choose_cube_tiles(spec, ctx.form, max(tiles[0], tiles[2]), max(tiles[1], tiles[3]), card,
                                           qk_tile=tiles[:2], pv_tile=tiles[2:])
                     cubes[tiles] = (*t["C1"].m, *t["C1"].k, *t["C1"].n, *t["C2"].m, *t["C2"].k, *t["C2"].n)
-                cube = cubes[tiles]
-                geo += [(q, kv, vr, vc, *cube, steps_max) for vr, vc in shapes]
-    g = np.array(geo, dtype=np.int64)
+                pair_cubes.append(cubes[tiles])
+            # rows (q, kv, vr, vc, cube..., steps_max): per cube tiles, one row per vector shape
+            block = np.empty((len(pair_cubes) * len(shapes), len(GEOMETRY)), dtype=np.int64)
+            block[:, 0], block[:, 1], block[:, -1] = q, kv, steps_max
+            block[:, 2:4] = np.tile(np.array(shapes, dtype=np.int64), (len(pair_cubes), 1))
+            block[:, 4:-1] = np.repeat(np.array(pair_cubes, dtype=np.int64), len(shapes), axis=0)
+            blocks.append(block)
+    g = np.concatenate(blocks)
     knobs = np.array([(u, hg, st) for u in unrolls for hg in groups for st in STREAM_COUNTS], dtype=np.int64)
-    cols = ("q", "kv", "vr", "vc", "m0", "m1", "k10", "k11", "n0", "n1", "m20", "m21", "k20", "k21", "n20", "n21",
-            "steps_max")
     # unroll factors at or above the longest KV loop behave alike: keep the smallest of them;
     # a static range (performance form, <= static_kv_max_tiles steps) traces the whole loop: factor 1 only.
     # Decided per (geometry, knob) before the candidate columns are built, so only kept rows are materialised.
-    steps = g[:, cols.index("steps_max")]
+    steps = g[:, GEOMETRY.index("steps_max")]
     ladder = np.array(unrolls)
     u_cap = ladder[np.minimum(np.searchsorted(ladder, steps), len(ladder) - 1)]
     u = knobs[None, :, 0]
-    keep = np.where((steps <= ctx.static_range)[:, None], u == 1, u <= u_cap[:, None])
-    gi, ki = np.divmod(np.flatnonzero(keep), len(knobs))
-    out = {name: g[:, i][gi] for i, name in enumerate(cols)}
-    out.update(u=knobs[:, 0][ki], g=knobs[:, 1][ki], s=knobs[:, 2][ki])
-    return out
+    allowed = np.where((steps <= ctx.static_range)[:, None], u == 1, u <= u_cap[:, None])
+    return Space(geometry=g, knobs=knobs, allowed=allowed)
+
+
+def enumerate_candidates(ctx: Context) -> dict[str, np.ndarray]:
+    """All candidates as parallel int64 arrays (one entry per candidate), duplicates removed.
+
+    Keys: ``q, kv, vr, vc, u, g, s`` (the knobs), ``m0 m1 k10 k11 n0 n1``
+    (C1 [L0, L1] per axis: ``qk_tile = [m1, n1]``), ``m20 m21 k20 k21 n20 n21`` (C2:
+    ``pv_tile = [m21, k21]``), ``steps_max`` (most KV blocks any q block visits). Tile
+    choices that clip to the same tiles are one candidate.
+    """
+    space = enumerate_geometry(ctx)
+    return space.materialise(space.allowed)[0]
 
 
 @dataclass
