@@ -103,3 +103,12 @@ def test_simrank_keeps_one_chain_rows_in_the_baseline_form():
     by_rank = {r.rank: r for r in ranking.rows}
     assert plan.form == "baseline" and 0 < len(eligible) < len(ranking.rows)
     assert all(by_rank[r].streams == 1 and by_rank[r].head_group == 1 for r in eligible)
+
+
+def test_design_says_the_kernel_runs_the_chains():
+    from opdesign.render.design import render_all
+
+    plan = pinned_plan(load_spec(STREAMS), STREAMS, tiles=f"{TILES},head_group=1,streams=2")
+    design = render_all(plan)["DESIGN.md"]
+    assert "the generated kernel runs G x S = 2 heads per LOOP_h step as independent online-softmax chains" in design
+    assert "does not write" not in design
