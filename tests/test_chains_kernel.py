@@ -85,14 +85,25 @@ def test_chains_that_do_not_divide_the_heads_are_refused(tmp_path):
     assert err.value.details["rules"] == ["AT-23"] and "num_heads 12" in err.value.message
 
 
+def test_chains_over_two_kv_tiles_are_refused():
+    with pytest.raises(InputError) as err:
+        pinned_plan(load_spec(STREAMS), STREAMS, tiles="q_tile=128,kv_tile=128,streams=2,head_group=1")
+    assert err.value.details["rules"] == ["AT-23"] and "kv_tile 128 gives 2" in err.value.message
+
+
 def test_simrank_picks_streams_rows_in_the_performance_form():
     spec = load_spec(STREAMS)
     plan = plan_from_spec(spec, STREAMS)
     ranking = rank_candidates(spec, plan)
     eligible = eligible_ranks(plan, ranking)
-    assert plan.form == "performance" and len(eligible) == len(ranking.rows)
     by_rank = {r.rank: r for r in ranking.rows}
-    assert any(by_rank[r].streams > 1 for r in eligible[:20]) and any(by_rank[r].head_group > 1 for r in eligible)
+    chained = [r for r in eligible if by_rank[r].streams > 1 or by_rank[r].head_group > 1]
+    assert plan.form == "performance" and any(by_rank[r].streams > 1 for r in chained)
+    assert any(by_rank[r].head_group > 1 for r in chained)
+    assert all(by_rank[r].kv_tile >= spec.shape.seq_kv for r in chained)  # the chained kernel has one KV tile
+    left_out = set(by_rank) - set(eligible)
+    assert left_out and all(by_rank[r].kv_tile < spec.shape.seq_kv and by_rank[r].streams * by_rank[r].head_group > 1
+                            for r in left_out)
 
 
 def test_simrank_keeps_one_chain_rows_in_the_baseline_form():

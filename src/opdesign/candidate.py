@@ -234,6 +234,11 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
             broken, reason = [*broken, "AT-23"], "; ".join(filter(None, [reason, (
                 f"AT-23: the performance kernel runs head_group x streams = {chains} heads per LOOP_h step; "
                 f"num_heads {spec.shape.num_heads} is {'a dynamic axis' if heads_vary else 'not a multiple of it'}")]))
+        if plan.kv_tiles > 1:  # measured: templates/sk01/kernel_chains.j2 says which kernels failed to compile
+            broken, reason = [*broken, "AT-23"], "; ".join(filter(None, [reason, (
+                f"AT-23: this version writes head_group x streams = {chains} chains only with one KV tile "
+                f"(kv_tile >= seq_kv); kv_tile {plan.kv_tile} gives {plan.kv_tiles}, and PyPTO 0.2.0 failed to "
+                "compile ('Run pass failed') the chained kernels with 2 KV tiles that were tried")]))
     if broken:
         raise InputError(f"pinned tiles break {', '.join(broken)}: {reason}", {"rules": broken})
     errors = _rule_ids_validator(plan) if validate else []

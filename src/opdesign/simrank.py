@@ -7,7 +7,8 @@ rendered and run through the verify machinery's compile + SIM step
 one shape: the SPEC's typical shape, never shrunk per candidate, so the times compare. A failing
 candidate gets ``sim_error`` and the run goes on. In the performance form the generated kernel
 writes a row's head group G and streams S (G x S heads per ``LOOP_h`` step as independent chains,
-``templates/sk01/kernel_chains.j2``), so every row is eligible; in the baseline form it writes
+``templates/sk01/kernel_chains.j2``) when the row has one KV tile, so those rows are eligible too; in
+the baseline form it writes
 neither knob and the picks are made among the rows with head group 1 and one stream. Rows that
 render the same kernel (e.g. G 2 / S 1 and G 1 / S 2: the same four chains) are simulated once.
 
@@ -98,11 +99,14 @@ def eligible_ranks(plan: Plan, ranking: Ranking) -> list[int]:
     """Ranks of the rows whose knobs the generated kernel writes, best first (ranks keep their numbers).
 
     The performance kernel writes a row's head group G and streams S (G x S chains per ``LOOP_h``
-    step): every row. The baseline kernel writes one chain and one stream per core, where a row with
-    G > 1 or S > 1 would re-run the kernel of a G 1 / S 1 row: those rows only.
+    step) when the row has one KV tile (``kv_tile >= seq_kv``; :func:`opdesign.candidate.plan_for_pins`
+    refuses chains over more KV tiles): those rows and every G 1 / S 1 row. The baseline kernel writes
+    one chain and one stream per core, where a row with G > 1 or S > 1 would re-run the kernel of a
+    G 1 / S 1 row: the G 1 / S 1 rows only.
     """
     chains = plan.form == "performance"
-    return [r.rank for r in ranking.rows if chains or (r.head_group == 1 and r.streams == 1)]
+    return [r.rank for r in ranking.rows if (r.head_group == 1 and r.streams == 1)
+            or (chains and r.kv_tile >= plan.seq_kv)]
 
 
 def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k: int, *, top: int = 20,
@@ -167,7 +171,8 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
                sim={"pypto_version": version, "shape": shape, "picks": picks, "timeout_s": timeout,
                     "shrunk": None, "eligible": len(eligible),
                     "shape_note": "the SPEC's typical shape for every candidate (not shrunk); " + (
-                        "picks among all rows (the performance kernel writes head_group x streams chains)"
+                        "picks among the rows with head_group 1 and streams 1 and the rows with one KV tile (the "
+                        "performance kernel writes head_group x streams chains over one KV tile)"
                         if chains else "picks among the rows with head_group 1 and streams 1 (the baseline kernel "
                         "writes neither knob)") + "; rows with the same kernel share one SIM run"})
     return out
