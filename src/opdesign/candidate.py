@@ -227,6 +227,18 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
             f"SK-01-P2: the performance form's kernel runs a static range over at most {static} KV tiles; "
             f"kv_tile {plan.kv_tile} gives {plan.kv_tiles} (the ranking's row runs pypto.loop, a loop this "
             "version's performance kernel does not write)")]))
+    chains = (pins.head_group or 1) * (pins.streams or 1)
+    if plan.form == "performance" and chains > 1:
+        heads_vary = any(a.name in ("num_heads", "num_kv_heads") for a in spec.dynamic_axes)
+        if spec.shape.num_heads % chains or heads_vary:
+            broken, reason = [*broken, "AT-23"], "; ".join(filter(None, [reason, (
+                f"AT-23: the performance kernel runs head_group x streams = {chains} heads per LOOP_h step; "
+                f"num_heads {spec.shape.num_heads} is {'a dynamic axis' if heads_vary else 'not a multiple of it'}")]))
+        if plan.kv_tiles > 1:  # measured: templates/sk01/kernel_chains.j2 says which kernels failed to compile
+            broken, reason = [*broken, "AT-23"], "; ".join(filter(None, [reason, (
+                f"AT-23: this version writes head_group x streams = {chains} chains only with one KV tile "
+                f"(kv_tile >= seq_kv); kv_tile {plan.kv_tile} gives {plan.kv_tiles}, and PyPTO 0.2.0 failed to "
+                "compile ('Run pass failed') the chained kernels with 2 KV tiles that were tried")]))
     if broken:
         raise InputError(f"pinned tiles break {', '.join(broken)}: {reason}", {"rules": broken})
     errors = _rule_ids_validator(plan) if validate else []

@@ -5,9 +5,12 @@ materialised as a design (:func:`opdesign.candidate.plan_for_pins`), their ``<op
 rendered and run through the verify machinery's compile + SIM step
 (:func:`opdesign.pypto_run.runner.run_isolated`, ``mode="sim"``: no pass verification), all on
 one shape: the SPEC's typical shape, never shrunk per candidate, so the times compare. A failing
-candidate gets ``sim_error`` and the run goes on. The picks are made among the rows with head
-group 1 and one stream (the generated kernel writes neither knob); rows that render the same
-kernel are simulated once.
+candidate gets ``sim_error`` and the run goes on. In the performance form the generated kernel
+writes a row's head group G and streams S (G x S heads per ``LOOP_h`` step as independent chains,
+``templates/sk01/kernel_chains.j2``) when the row has one KV tile, so those rows are eligible too; in
+the baseline form it writes
+neither knob and the picks are made among the rows with head group 1 and one stream. Rows that
+render the same kernel (e.g. G 2 / S 1 and G 1 / S 2: the same four chains) are simulated once.
 
 The agreement between ``score_cycles`` and ``sim_us`` is Spearman's rho and Kendall's tau-b
 (:mod:`opdesign.costmodel.agreement`: ties averaged / corrected, no scipy) and the SIM rank of
@@ -28,7 +31,7 @@ from opdesign.errors import ExtraMissingError, InputError
 from opdesign.plan.models import Plan
 from opdesign.spec import Spec
 
-__all__ = ["agreement", "average_ranks", "format_sim_text", "kendall", "sim_picks", "sim_rank", "simulate", "spearman"]
+__all__ = ["agreement", "average_ranks", "eligible_ranks", "format_sim_text", "kendall", "sim_picks", "sim_rank", "simulate", "spearman"]
 
 
 def sim_picks(legal: int, k: int) -> list[int]:
@@ -92,6 +95,20 @@ def simulate(kernel_text: str, shape: dict[str, Any], *, timeout: float, python:
             "sim_error": None if ok else (error or "no SIM time")}
 
 
+def eligible_ranks(plan: Plan, ranking: Ranking) -> list[int]:
+    """Ranks of the rows whose knobs the generated kernel writes, best first (ranks keep their numbers).
+
+    The performance kernel writes a row's head group G and streams S (G x S chains per ``LOOP_h``
+    step) when the row has one KV tile (``kv_tile >= seq_kv``; :func:`opdesign.candidate.plan_for_pins`
+    refuses chains over more KV tiles): those rows and every G 1 / S 1 row. The baseline kernel writes
+    one chain and one stream per core, where a row with G > 1 or S > 1 would re-run the kernel of a
+    G 1 / S 1 row: the G 1 / S 1 rows only.
+    """
+    chains = plan.form == "performance"
+    return [r.rank for r in ranking.rows if (r.head_group == 1 and r.streams == 1)
+            or (chains and r.kv_tile >= plan.seq_kv)]
+
+
 def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k: int, *, top: int = 20,
              timeout: float = 900.0, progress: Callable[[str], None] | None = None,
              python: str | None = None, only: list[int] | None = None) -> dict[str, Any]:
@@ -111,9 +128,8 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
         version = require_supported_release()
     except (ExtraMissing, UnsupportedRelease) as err:
         raise ExtraMissingError(str(err), {"install": "pip install 'opdesign[pypto]'"}) from None
-    # the kernel writes one chain and one stream per core: rows with G > 1 or S > 1 would re-run a kernel
-    # of a G 1 / S 1 row, so the picks are made among the rows the kernel expresses (ranks keep their numbers)
-    eligible = [r.rank for r in ranking.rows if r.head_group == 1 and r.streams == 1]
+    chains = plan.form == "performance"
+    eligible = eligible_ranks(plan, ranking)
     picks = [eligible[i - 1] for i in sim_picks(len(eligible), k)]
     if only is not None:
         picks = [r for r in picks if r in set(only)]
@@ -136,7 +152,8 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
             say(f"[{n}/{len(picks)}] rank {rank}: same kernel as rank {same}")
             continue
         say(f"[{n}/{len(picks)}] rank {rank}: q_tile {row.q_tile} kv_tile {row.kv_tile} qk {row.qk_tile} "
-            f"pv {row.pv_tile} vec {row.vec_tile[0]}x{row.vec_tile[1]} unroll {row.unroll_factor}: compile + SIM")
+            f"pv {row.pv_tile} vec {row.vec_tile[0]}x{row.vec_tile[1]} unroll {row.unroll_factor} "
+            f"G {row.head_group} S {row.streams}: compile + SIM")
         result = simulate(kernel, shape, timeout=timeout, python=python)
         done_kernels[key] = (rank, result)
         sims[rank] = result
@@ -153,9 +170,11 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
     out.update(rows=rows, agreement=agreement([r for r in rows if r["simulated"]]),
                sim={"pypto_version": version, "shape": shape, "picks": picks, "timeout_s": timeout,
                     "shrunk": None, "eligible": len(eligible),
-                    "shape_note": "the SPEC's typical shape for every candidate (not shrunk); picks among the "
-                                  "rows with head_group 1 and streams 1 (the knobs the kernel writes); rows with "
-                                  "the same kernel share one SIM run"})
+                    "shape_note": "the SPEC's typical shape for every candidate (not shrunk); " + (
+                        "picks among the rows with head_group 1 and streams 1 and the rows with one KV tile (the "
+                        "performance kernel writes head_group x streams chains over one KV tile)"
+                        if chains else "picks among the rows with head_group 1 and streams 1 (the baseline kernel "
+                        "writes neither knob)") + "; rows with the same kernel share one SIM run"})
     return out
 
 
