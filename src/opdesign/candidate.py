@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from opdesign.errors import InputError
 from opdesign.plan.models import Plan
 from opdesign.plan.pins import TilePins
-from opdesign.spec import Spec
+from opdesign.spec import MAX_SEQ, Spec
 
 if TYPE_CHECKING:
     from opdesign.costmodel import CostParams
@@ -34,12 +34,16 @@ KNOBS = ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor",
 
 
 def _int(key: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"--tiles: {key}={text!r} is not an integer") from None
+    digits = text[1:] if text[:1] in "+-" else text
+    if not (digits.isascii() and digits.isdigit()):  # int() would also take '１２８' and '1_28'
+        raise InputError(f"--tiles: {key}={text!r} is not an integer")
+    if len(digits.lstrip("0")) > len(str(MAX_SEQ)):  # int() refuses over 4300 digits
+        raise InputError(f"--tiles: {key}={text[:24]!r} is outside 1..{MAX_SEQ}")
+    value = int(text)
     if value <= 0:
         raise InputError(f"--tiles: {key}={value} must be positive")
+    if value > MAX_SEQ:  # no tile, unroll factor, head group or stream count exceeds the longest axis a SPEC allows
+        raise InputError(f"--tiles: {key}={value} is outside 1..{MAX_SEQ}")
     return value
 
 
@@ -95,14 +99,19 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
     for row in full.rows:
         if _row_matches(plan_fields(row), given):
             return pins_from_row(row), row
+    for key in ("unroll_factor", "head_group", "streams"):
+        legal = sorted({getattr(row, key) for row in full.rows})
+        if key in given and given[key] not in legal:  # no row has it: the rejected rows' reasons would not apply
+            raise InputError(f"--tiles: {key}={given[key]}: no legal candidate of {spec.op_name} has it (the legal "
+                             f"rows of `opdesign rank` take {key} {', '.join(map(str, legal))})", {"rules": []})
     tiles = {k: v for k, v in given.items() if k not in ("unroll_factor", "head_group", "streams")}
-    for rej in full.rejected:  # one row per tile geometry, best would-be score first
+    for rej in full.rejected if tiles else ():  # one row per tile geometry, best would-be score first
         if _row_matches(plan_fields(rej), tiles):
             raise InputError(f"pinned tiles break {', '.join(rej.rejected_rules)}: {rej.rejected_reason}",
                              {"rules": rej.rejected_rules})
     qk, pv = given.get("qk_tile"), given.get("pv_tile")
     square = qk is None or qk[0] == qk[1]
-    if square and (pv is None or (qk is not None and pv[0] == qk[0])):
+    if tiles and square and (pv is None or (qk is not None and pv[0] == qk[0])):
         # outside the ranked space but what the skeleton's own tile rule can build (C1 m = n, C2 m = C1 m):
         # plan it, and plan_for_pins names the rules it breaks
         scalars = {k: v for k, v in given.items() if k in SCALAR_KEYS or k == "vec_tile"}
