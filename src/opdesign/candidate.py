@@ -25,6 +25,7 @@ from opdesign.spec import MAX_SEQ, Spec
 if TYPE_CHECKING:
     from opdesign.costmodel import CostParams
     from opdesign.costmodel.rank import CandidateRow, Ranking
+    from opdesign.pipeline import GoldenReader
 
 #: ``--tiles`` keys: scalar knobs and the ``MxN`` ones
 SCALAR_KEYS = ("q_tile", "kv_tile", "unroll_factor", "head_group", "streams")
@@ -174,8 +175,9 @@ def _changes(default: Plan, pins: TilePins, row: CandidateRow | None, chosen: Ca
 
 
 def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = None,
-                tiles: str | None = None, params: CostParams | None = None) -> Plan:
+                tiles: str | None = None, params: CostParams | None = None, read: GoldenReader | None = None) -> Plan:
     """The plan of rank ``candidate`` of ``opdesign rank`` (or of the ``tiles`` pins), with its rank.
+    ``read``: the reader of the SPEC's golden (an agent tool's, inside its root; default: next to the SPEC).
 
     Raises:
         InputError: both or neither given, a skeleton the cost model does not rank, a rank out of
@@ -189,7 +191,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
     if (candidate is None) == (tiles is None):
         raise InputError("--candidate and --tiles are mutually exclusive (give one)")
     params = params or load_params()
-    default = plan_from_spec(spec, spec_path)
+    default = plan_from_spec(spec, spec_path, read=read)
     skeleton = skeleton_of(default)
     if not skeleton.ranked:
         ranked = ", ".join(s.id for s in SKELETONS if s.ranked)
@@ -207,7 +209,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
     else:
         pins, row = _pins_from_tiles(spec, default, parse_tiles(tiles or ""), params)
         ranking = rank_candidates(spec, default, top=TUNING_COUNT + 1, params=params)
-    plan = plan_for_pins(spec, spec_path, default, pins)
+    plan = plan_for_pins(spec, spec_path, default, pins, read=read)
     if row is None:
         row = _find_row(spec, default, plan, pins, params)
     rank = row.rank if row is not None else None
@@ -216,7 +218,8 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
                                    "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT), "candidate": info})
 
 
-def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePins, validate: bool = True) -> Plan:
+def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePins, validate: bool = True, *,
+                  read: GoldenReader | None = None) -> Plan:
     """``default``'s skeleton planned again with ``pins``; checked against the cost model's hard rules and,
     with ``validate``, the validator on the rendered design.
 
@@ -228,7 +231,7 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
 
     fallback = {"fallback_from": default.fallback_from, "skeleton_checks": default.skeleton_checks} \
         if default.fallback_from else {}
-    plan = skeleton_of(default).plan(spec, golden_module_count(spec, Path(spec_path)), pins=pins, **fallback)
+    plan = skeleton_of(default).plan(spec, golden_module_count(spec, Path(spec_path), read), pins=pins, **fallback)
     broken, reason = _rule_ids_cost(spec, plan)
     static = _static_limit(plan)
     if static is not None and plan.kv_tiles > static:
