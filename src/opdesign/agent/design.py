@@ -123,9 +123,9 @@ class NewDesignInput(ToolInput):
     candidate: int | None = Field(None, ge=1, le=1 << 31, description=(
         "write the design of rank N of rank_candidates (same SPEC, same numbering, within_form false) "
         "instead of the plan's own; SK-01 only; a rank whose tiles break a hard rule is invalid_input naming it"))
-    tiles: str | None = Field(None, min_length=1, max_length=1024, description=(
-        "pin tiles by hand, as `opdesign new --tiles`: q_tile=..,kv_tile=..,qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,"
-        "unroll_factor=..,head_group=..,streams=..; SK-01 only; not with candidate"))
+    tiles: str | None = Field(None, min_length=1, max_length=1024, description="pin tiles by hand, as `opdesign new "
+                              "--tiles`: q_tile=..,kv_tile=..,qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,"
+                              "head_group=..,streams=..; SK-01 only; not with candidate")
 
     @model_validator(mode="after")
     def _one_pin(self) -> NewDesignInput:
@@ -157,7 +157,6 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
             plan = source.plan(tuning=True)
         else:  # the same pinned plan as `opdesign new --candidate N` / `--tiles`, its golden read inside the root
             from opdesign.candidate import pinned_plan
-
             plan = pinned_plan(source.spec, source.name, candidate=args.candidate, tiles=args.tiles,
                                read=source.read_golden)
     files = render_all(plan, args.lang)
