@@ -86,9 +86,11 @@ def test_an_illegal_pin_names_the_broken_rule(tmp_path):
     res = run_cli("new", "--spec", str(EXAMPLES / "causal_gqa_fai.yaml"), "--tiles",
                   "q_tile=512,kv_tile=1024,vec_tile=64x128", "--out", str(tmp_path / "x"))
     assert res.returncode == 2 and "error: invalid_input: pinned tiles break C-TILE-03" in res.stderr
+    assert "C-TILE-03: C-TILE-03" not in res.stderr, res.stderr  # the rule id once, then its reason
     res = run_cli("new", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--tiles", "kv_tile=128",
                   "--out", str(tmp_path / "y"))
     assert res.returncode == 2 and "SK-01-P2" in res.stderr and "gives 64" in res.stderr
+    assert res.stderr.count("SK-01-P2") == 1, res.stderr
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 

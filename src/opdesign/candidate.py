@@ -108,7 +108,7 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
     tiles = {k: v for k, v in given.items() if k not in ("unroll_factor", "head_group", "streams")}
     for rej in full.rejected if tiles else ():  # one row per tile geometry, best would-be score first
         if _row_matches(plan_fields(rej), tiles):
-            raise InputError(f"pinned tiles break {', '.join(rej.rejected_rules)}: {rej.rejected_reason}",
+            raise InputError(_broken(rej.rejected_rules, rej.rejected_reason),
                              {"rules": rej.rejected_rules})
     qk, pv = given.get("qk_tile"), given.get("pv_tile")
     square = qk is None or qk[0] == qk[1]
@@ -121,6 +121,13 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
     raise InputError(f"--tiles: no candidate of {spec.op_name}'s space has {want} (`opdesign rank --show-rejected` "
                      "lists the legal and rejected tiles; unroll_factor / head_group / streams take the values "
                      "the ranking tries)", {"rules": []})
+
+
+def _broken(rules: list[str], reason: str) -> str:
+    """``pinned tiles break C-TILE-03: UB ...``: the reason names its rules already ("C-TILE-03: ..."), so
+    they are listed in front only when it does not (was ``C-TILE-03: C-TILE-03: UB ...``)."""
+    named = reason.split(":", 1)[0] in rules
+    return f"pinned tiles break {reason}" if named else f"pinned tiles break {', '.join(rules)}: {reason}"
 
 
 def pins_from_row(row: CandidateRow) -> TilePins:
@@ -240,11 +247,11 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
             f"kv_tile {plan.kv_tile} gives {plan.kv_tiles} (the ranking's row runs pypto.loop, a loop this "
             "version's performance kernel does not write)")]))
     if broken:
-        raise InputError(f"pinned tiles break {', '.join(broken)}: {reason}", {"rules": broken})
+        raise InputError(_broken(broken, reason), {"rules": broken})
     errors = _rule_ids_validator(plan) if validate else []
     if errors:
         ids = sorted({r for r, _ in errors})
-        raise InputError(f"pinned tiles break {', '.join(ids)}: " + "; ".join(f"{r}: {m}" for r, m in errors[:3]),
+        raise InputError(_broken(ids, "; ".join(f"{r}: {m}" for r, m in errors[:3])),
                          {"rules": ids})
     return plan
 
