@@ -86,9 +86,11 @@ def test_an_illegal_pin_names_the_broken_rule(tmp_path):
     res = run_cli("new", "--spec", str(EXAMPLES / "causal_gqa_fai.yaml"), "--tiles",
                   "q_tile=512,kv_tile=1024,vec_tile=64x128", "--out", str(tmp_path / "x"))
     assert res.returncode == 2 and "error: invalid_input: pinned tiles break C-TILE-03" in res.stderr
+    assert "C-TILE-03: C-TILE-03" not in res.stderr, res.stderr  # the rule id once, then its reason
     res = run_cli("new", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--tiles", "kv_tile=128",
                   "--out", str(tmp_path / "y"))
     assert res.returncode == 2 and "SK-01-P2" in res.stderr and "gives 64" in res.stderr
+    assert res.stderr.count("SK-01-P2") == 1, res.stderr
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
@@ -118,3 +120,34 @@ def test_rectangular_tiles_pin_the_row_with_those_tiles(tmp_path):
     res = run_cli("new", "--spec", str(TINY), "--tiles", "qk_tile=16x48,pv_tile=32x48", "--out", str(tmp_path / "n"))
     assert res.returncode == 2 and "no candidate of dense_tiny's space has qk_tile=16x48" in res.stderr
     assert not (tmp_path / "n").exists()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("q_tile=99999999999999999999999", "is outside 1..1048576"),  # was internal_error (OverflowError), exit 3
+    ("q_tile=" + "9" * 5000, "is outside 1..1048576"),  # int() refuses over 4300 digits
+    ("kv_tile=2097152", "kv_tile=2097152 is outside 1..1048576"), ("qk_tile=128x99999999", "is outside 1..1048576"),
+    ("q_tile=１２８", "not an integer"), ("q_tile=1_28", "not an integer"),  # int() would take both
+])
+def test_parse_tiles_refuses_values_int_would_take_or_overflow_on(text, says):
+    with pytest.raises(InputError, match=says):
+        parse_tiles(text)
+
+
+def test_a_huge_pin_is_an_input_error_not_a_bug(tmp_path):
+    res = run_cli("new", "--spec", str(TINY), "--tiles", "q_tile=99999999999999999999999", "--out", str(tmp_path / "x"))
+    assert res.returncode == 2 and "error: invalid_input: --tiles: q_tile=" in res.stderr, res.stderr
+    assert "internal_error" not in res.stderr and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("pins, key", [("unroll_factor=3", "unroll_factor"), ("streams=100", "streams"),
+                                        ("q_tile=64,head_group=3", "head_group")])
+def test_a_knob_value_no_legal_row_has_is_named_not_blamed_on_a_rejected_row(tmp_path, pins, key):
+    """A pinned unroll / head group / stream count outside the ranking's values used to be refused with the
+    reason of whichever rejected tile geometry came first (e.g. "C-TILE-03: UB ... B > ... B")."""
+    legal = sorted({r[key] for r in _rank_rows(TINY, 100000)["rows"]})
+    res = run_cli("new", "--spec", str(TINY), "--tiles", pins, "--out", str(tmp_path / "x"))
+    assert res.returncode == 2, res.stderr
+    value = pins.rsplit("=", 1)[1]
+    assert f"--tiles: {key}={value}: no legal candidate of dense_tiny has it" in res.stderr, res.stderr
+    assert f"take {key} {', '.join(map(str, legal))})" in res.stderr and "C-TILE" not in res.stderr
+    assert not (tmp_path / "x").exists()

@@ -151,3 +151,27 @@ print(json.dumps({"code": code, "loaded": sorted(m for m in ("typer", "click", "
 def test_the_fast_path_loads_neither_typer_nor_pydantic_for_golden(argv, code, loaded) -> None:
     out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argv)], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == {"code": code, "loaded": loaded}
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["loading the command tree", "a fast-path validate"])
+def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch, tmp_path, where):
+    """Ctrl-C while the command tree loads (importing Typer takes a few hundred ms) printed Python's
+    KeyboardInterrupt traceback; in a fast-path `validate` it exited 1, the findings code a CI job
+    reads as "errors found". Both are 130 now, as Typer's own commands (128 + SIGINT)."""
+    if where == "loading the command tree":
+        monkeypatch.setattr(clifast, "fast_command", _interrupt)
+        args = ["new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", str(tmp_path / "o")]
+    else:
+        monkeypatch.setattr(clifast, "validate_command", _interrupt)
+        args = ["validate", str(EXAMPLES / "causal_gqa_tail.yaml")]
+    monkeypatch.setattr(sys, "argv", ["opdesign", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    captured = capsys.readouterr()
+    assert exit_.value.code == 130, captured
+    assert "Traceback" not in captured.err and "internal_error" not in captured.err and captured.out == ""
+    assert not (tmp_path / "o").exists()

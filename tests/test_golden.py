@@ -387,3 +387,17 @@ def test_cli_json_and_text() -> None:
     assert "S 0 (option)" in text.stdout
     assert "module_count: 1 (SK-16)" in text.stdout
     assert "reason: Backward attention with forward statistics inputs (m, l)" in text.stdout
+
+
+def test_a_spec_given_as_golden_says_where_a_spec_goes(tmp_path: Path) -> None:
+    """`opdesign golden SPEC.yaml` said only "line 11: syntax error"; a .py golden keeps the plain message."""
+    spec = tmp_path / "op.yaml"
+    spec.write_text("schema_version: 1\ndynamic_axes:\n  - {name: seq_q, range: [1, 4096]}\n")
+    with pytest.raises(InputError, match=r"op.yaml: line \d+: syntax error: .*; this is YAML: a SPEC goes to "
+                                         r"`opdesign estimate --spec FILE`"):
+        estimate_golden(spec)
+    golden = tmp_path / "g.py"
+    golden.write_text("schema_version: 1\ndynamic_axes:\n  - {name: seq_q, range: [1, 4096]}\n")
+    with pytest.raises(InputError, match=r"syntax error") as err:
+        estimate_golden(golden)
+    assert "YAML" not in str(err.value)

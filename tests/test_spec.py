@@ -79,6 +79,10 @@ def test_unreadable_and_non_mapping_specs(tmp_path):
     bad.write_text("- 1\n- 2\n")
     with pytest.raises(SpecError, match="must be a YAML mapping, got list"):
         load_spec(bad)
+    for text in ("", "# only a comment\n", "null\n"):  # said "got NoneType"
+        bad.write_text(text)
+        with pytest.raises(SpecError, match=r"list.yaml: the SPEC is empty: expected a YAML mapping"):
+            load_spec(bad)
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(b"\xff\xfe\x00op")
     with pytest.raises(SpecError, match="not UTF-8"):

@@ -70,7 +70,7 @@ def test_every_tool_has_a_description_and_valid_object_schemas():
 def test_file_inputs_use_the_documented_names():
     props = {name: set(t.input_schema()["properties"]) for name, t in TOOLS.items()}
     assert props["estimate_design"] == {"spec_path"}
-    assert props["new_design"] == {"spec_path", "out_dir", "lang", "force"}
+    assert props["new_design"] == {"spec_path", "out_dir", "lang", "force", "candidate", "tiles"}
     assert props["validate_design"] == {"design_path", "text", "interfaces_text"}
     assert props["estimate_golden"] == {"golden_path", "function", "state_groups", "cross_tile_reduce"}
     assert props["spec_schema"] == set()
@@ -142,6 +142,30 @@ def test_new_design_writes_into_the_root_and_refuses_to_overwrite(root):
     assert design.read_text() == "hand edits\n"
     _call("new_design", {**args, "force": True}, root)
     assert design.read_text().startswith("---\n")
+
+
+def test_new_design_writes_a_ranked_or_pinned_candidate_as_the_cli_does(root):
+    """An agent ranks with rank_candidates and writes row N with new_design (it had no way to: the CLI's
+    --candidate / --tiles were missing from the tool); the files are the CLI's bytes."""
+    shutil.copy(REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml", root / "specs")
+    spec = "specs/simrank_tiny.yaml"
+    rows = _call("rank_candidates", {"spec_path": spec, "top": 3}, root)["rows"]
+    result = _call("new_design", {"spec_path": spec, "out_dir": "c3", "candidate": 3}, root)
+    assert (result["q_tile"], result["kv_tile"]) == (rows[2]["q_tile"], rows[2]["kv_tile"])
+    cli = run_cli("new", "--spec", str(root / spec), "--candidate", "3", "--out", str(root / "cli3"), "-q")
+    assert cli.returncode == 0, cli.stderr
+    for rel in result["files"]:
+        assert (root / rel).read_bytes() == (root / "cli3" / rel.removeprefix("c3/")).read_bytes(), rel
+    assert "candidate rank 3 of" in (root / "c3" / "DESIGN.md").read_text()
+    pinned = _call("new_design", {"spec_path": spec, "out_dir": "t", "tiles": f"kv_tile={rows[0]['kv_tile']}"}, root)
+    assert pinned["kv_tile"] == rows[0]["kv_tile"]
+    both = _error("new_design", {"spec_path": spec, "out_dir": "x", "candidate": 1, "tiles": "q_tile=64"}, root)
+    assert both["code"] == "invalid_input" and "mutually exclusive" in both["message"]
+    broken = _error("new_design", {"spec_path": spec, "out_dir": "x", "tiles": "unroll_factor=3"}, root)
+    assert broken["code"] == "invalid_input" and "unroll_factor=3" in broken["message"]
+    other = _error("new_design", {"spec_path": "specs/sk16_backward_lm.yaml", "out_dir": "x", "candidate": 1}, root)
+    assert other["code"] == "invalid_input" and "SK-16" in other["message"]
+    assert not (root / "x").exists()
 
 
 def test_new_design_defaults_out_dir_to_op_name_under_the_root(root):

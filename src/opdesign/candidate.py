@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 from opdesign.errors import InputError
 from opdesign.plan.models import Plan
 from opdesign.plan.pins import TilePins
-from opdesign.spec import Spec
+from opdesign.spec import MAX_SEQ, Spec
 
 if TYPE_CHECKING:
     from opdesign.costmodel import CostParams
     from opdesign.costmodel.rank import CandidateRow, Ranking
+    from opdesign.pipeline import GoldenReader
 
 #: ``--tiles`` keys: scalar knobs and the ``MxN`` ones
 SCALAR_KEYS = ("q_tile", "kv_tile", "unroll_factor", "head_group", "streams")
@@ -34,12 +35,16 @@ KNOBS = ("q_tile", "kv_tile", "qk_tile", "pv_tile", "vec_tile", "unroll_factor",
 
 
 def _int(key: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"--tiles: {key}={text!r} is not an integer") from None
+    digits = text[1:] if text[:1] in "+-" else text
+    if not (digits.isascii() and digits.isdigit()):  # int() would also take '１２８' and '1_28'
+        raise InputError(f"--tiles: {key}={text!r} is not an integer")
+    if len(digits.lstrip("0")) > len(str(MAX_SEQ)):  # int() refuses over 4300 digits
+        raise InputError(f"--tiles: {key}={text[:24]!r} is outside 1..{MAX_SEQ}")
+    value = int(text)
     if value <= 0:
         raise InputError(f"--tiles: {key}={value} must be positive")
+    if value > MAX_SEQ:  # no tile, unroll factor, head group or stream count exceeds the longest axis a SPEC allows
+        raise InputError(f"--tiles: {key}={value} is outside 1..{MAX_SEQ}")
     return value
 
 
@@ -95,14 +100,19 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
     for row in full.rows:
         if _row_matches(plan_fields(row), given):
             return pins_from_row(row), row
+    for key in ("unroll_factor", "head_group", "streams"):
+        legal = sorted({getattr(row, key) for row in full.rows})
+        if key in given and given[key] not in legal:  # no row has it: the rejected rows' reasons would not apply
+            raise InputError(f"--tiles: {key}={given[key]}: no legal candidate of {spec.op_name} has it (the legal "
+                             f"rows of `opdesign rank` take {key} {', '.join(map(str, legal))})", {"rules": []})
     tiles = {k: v for k, v in given.items() if k not in ("unroll_factor", "head_group", "streams")}
-    for rej in full.rejected:  # one row per tile geometry, best would-be score first
+    for rej in full.rejected if tiles else ():  # one row per tile geometry, best would-be score first
         if _row_matches(plan_fields(rej), tiles):
-            raise InputError(f"pinned tiles break {', '.join(rej.rejected_rules)}: {rej.rejected_reason}",
+            raise InputError(_broken(rej.rejected_rules, rej.rejected_reason),
                              {"rules": rej.rejected_rules})
     qk, pv = given.get("qk_tile"), given.get("pv_tile")
     square = qk is None or qk[0] == qk[1]
-    if square and (pv is None or (qk is not None and pv[0] == qk[0])):
+    if tiles and square and (pv is None or (qk is not None and pv[0] == qk[0])):
         # outside the ranked space but what the skeleton's own tile rule can build (C1 m = n, C2 m = C1 m):
         # plan it, and plan_for_pins names the rules it breaks
         scalars = {k: v for k, v in given.items() if k in SCALAR_KEYS or k == "vec_tile"}
@@ -111,6 +121,13 @@ def _pins_from_tiles(spec: Spec, default: Plan, given: dict[str, Any],
     raise InputError(f"--tiles: no candidate of {spec.op_name}'s space has {want} (`opdesign rank --show-rejected` "
                      "lists the legal and rejected tiles; unroll_factor / head_group / streams take the values "
                      "the ranking tries)", {"rules": []})
+
+
+def _broken(rules: list[str], reason: str) -> str:
+    """``pinned tiles break C-TILE-03: UB ...``: the reason names its rules already ("C-TILE-03: ..."), so
+    they are listed in front only when it does not (was ``C-TILE-03: C-TILE-03: UB ...``)."""
+    named = reason.split(":", 1)[0] in rules
+    return f"pinned tiles break {reason}" if named else f"pinned tiles break {', '.join(rules)}: {reason}"
 
 
 def pins_from_row(row: CandidateRow) -> TilePins:
@@ -165,8 +182,9 @@ def _changes(default: Plan, pins: TilePins, row: CandidateRow | None, chosen: Ca
 
 
 def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = None,
-                tiles: str | None = None, params: CostParams | None = None) -> Plan:
+                tiles: str | None = None, params: CostParams | None = None, read: GoldenReader | None = None) -> Plan:
     """The plan of rank ``candidate`` of ``opdesign rank`` (or of the ``tiles`` pins), with its rank.
+    ``read``: the reader of the SPEC's golden (an agent tool's, inside its root; default: next to the SPEC).
 
     Raises:
         InputError: both or neither given, a skeleton the cost model does not rank, a rank out of
@@ -180,7 +198,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
     if (candidate is None) == (tiles is None):
         raise InputError("--candidate and --tiles are mutually exclusive (give one)")
     params = params or load_params()
-    default = plan_from_spec(spec, spec_path)
+    default = plan_from_spec(spec, spec_path, read=read)
     skeleton = skeleton_of(default)
     if not skeleton.ranked:
         ranked = ", ".join(s.id for s in SKELETONS if s.ranked)
@@ -198,7 +216,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
     else:
         pins, row = _pins_from_tiles(spec, default, parse_tiles(tiles or ""), params)
         ranking = rank_candidates(spec, default, top=TUNING_COUNT + 1, params=params)
-    plan = plan_for_pins(spec, spec_path, default, pins)
+    plan = plan_for_pins(spec, spec_path, default, pins, read=read)
     if row is None:
         row = _find_row(spec, default, plan, pins, params)
     rank = row.rank if row is not None else None
@@ -207,7 +225,8 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
                                    "tuning": tuning_from_ranking(ranking, n=TUNING_COUNT), "candidate": info})
 
 
-def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePins, validate: bool = True) -> Plan:
+def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePins, validate: bool = True, *,
+                  read: GoldenReader | None = None) -> Plan:
     """``default``'s skeleton planned again with ``pins``; checked against the cost model's hard rules and,
     with ``validate``, the validator on the rendered design.
 
@@ -219,7 +238,7 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
 
     fallback = {"fallback_from": default.fallback_from, "skeleton_checks": default.skeleton_checks} \
         if default.fallback_from else {}
-    plan = skeleton_of(default).plan(spec, golden_module_count(spec, Path(spec_path)), pins=pins, **fallback)
+    plan = skeleton_of(default).plan(spec, golden_module_count(spec, Path(spec_path), read), pins=pins, **fallback)
     broken, reason = _rule_ids_cost(spec, plan)
     static = _static_limit(plan)
     if static is not None and plan.kv_tiles > static:
@@ -240,11 +259,11 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
                 f"(kv_tile >= seq_kv); kv_tile {plan.kv_tile} gives {plan.kv_tiles}, and PyPTO 0.2.0 failed to "
                 "compile ('Run pass failed') the chained kernels with 2 KV tiles that were tried")]))
     if broken:
-        raise InputError(f"pinned tiles break {', '.join(broken)}: {reason}", {"rules": broken})
+        raise InputError(_broken(broken, reason), {"rules": broken})
     errors = _rule_ids_validator(plan) if validate else []
     if errors:
         ids = sorted({r for r, _ in errors})
-        raise InputError(f"pinned tiles break {', '.join(ids)}: " + "; ".join(f"{r}: {m}" for r, m in errors[:3]),
+        raise InputError(_broken(ids, "; ".join(f"{r}: {m}" for r, m in errors[:3])),
                          {"rules": ids})
     return plan
 

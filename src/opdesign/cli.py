@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from opdesign import streams
-from opdesign.errors import EXIT_INTERNAL, OpdesignError
+from opdesign.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, OpdesignError
 
 #: Names of the Typer command tree, kept importable from here (``from opdesign.cli import app``).
 _TREE = ("app", "cards_app", "schema_app", "tool_app", "click_app", "run_typer")
@@ -45,7 +45,11 @@ def main() -> None:
     if gone:
         sys.exit(_closed(gone))
     streams.guard()
-    sys.exit(streams.finish(_main()))
+    try:
+        code = _main()
+    except KeyboardInterrupt:  # Ctrl-C while the command tree loads (Typer's own commands exit 130 too)
+        code = EXIT_INTERRUPTED
+    sys.exit(streams.finish(code))
 
 
 def _closed(gone: list[str]) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from opdesign.cliout import is_quiet, reset, set_quiet
+from opdesign.errors import EXIT_INTERRUPTED
 from opdesign.streams import ascii_json, echo, say
 
 _QUIET = ("-q", "--quiet")
@@ -117,9 +118,11 @@ def fast_command(argv: list[str]) -> Callable[[], int] | None:
                                counts["--cross-tile-reduce"], "--json" in flags)
                 return 0
             return validate_command(positionals, options.get("--format", "text"))
-        except (EOFError, KeyboardInterrupt):  # as click: a new line, then "aborted"
+        except EOFError:  # as click: a new line, then "aborted"
             say("")
             say("error: aborted")
             return 1
+        except KeyboardInterrupt:  # Ctrl-C: 130 as the Typer commands, never 1 (findings) to a CI job
+            return EXIT_INTERRUPTED
 
     return run

@@ -16,6 +16,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3  # a bug in opdesign, never a user mistake
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report it; nothing is published
 
 
 class OpdesignError(Exception):

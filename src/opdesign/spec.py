@@ -306,6 +306,8 @@ def parse_spec(data: object, origin: str = "<spec>") -> Spec:
     Raises:
         SpecError: with ``origin: field.path: message`` for every failed field.
     """
+    if data is None:  # an empty file, only comments, or a bare `null`
+        raise SpecError(f"{origin}: the SPEC is empty: expected a YAML mapping (`opdesign schema spec` lists its fields)")
     if not isinstance(data, dict):
         raise SpecError(f"{origin}: the SPEC must be a YAML mapping, got {type(data).__name__}")
     try:

@@ -120,6 +120,18 @@ class NewDesignInput(ToolInput):
         "DESIGN.md chapter headings: zh (default) passes the CANNBot contract (its validator compares the "
         "Chinese heading text); en gives English headings that the CANNBot validator does not accept"))
     force: bool = Field(False, description="overwrite existing files; without it an existing file is an error")
+    candidate: int | None = Field(None, ge=1, le=1 << 31, description=(
+        "write the design of rank N of rank_candidates (same SPEC, same numbering, within_form false) "
+        "instead of the plan's own; SK-01 only; a rank whose tiles break a hard rule is invalid_input naming it"))
+    tiles: str | None = Field(None, min_length=1, max_length=1024, description="pin tiles by hand, as `opdesign new "
+                              "--tiles`: q_tile=..,kv_tile=..,qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,"
+                              "head_group=..,streams=..; SK-01 only; not with candidate")
+
+    @model_validator(mode="after")
+    def _one_pin(self) -> NewDesignInput:
+        if self.candidate is not None and self.tiles is not None:
+            raise ValueError("candidate and tiles are mutually exclusive (give one)")
+        return self
 
 
 class NewDesignResult(ToolOutput):
@@ -141,7 +153,12 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
     from opdesign.render.write import publish
 
     with _SpecSource(root, args.spec_path) as source:
-        plan = source.plan(tuning=True)
+        if args.candidate is None and args.tiles is None:
+            plan = source.plan(tuning=True)
+        else:  # the same pinned plan as `opdesign new --candidate N` / `--tiles`, its golden read inside the root
+            from opdesign.candidate import pinned_plan
+            plan = pinned_plan(source.spec, source.name, candidate=args.candidate, tiles=args.tiles,
+                               read=source.read_golden)
     files = render_all(plan, args.lang)
     out = root.walk(args.out_dir if args.out_dir is not None else plan.op_name, "out_dir", want="out",
                     create_parents=True)

@@ -259,7 +259,9 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
             warnings.simplefilter("ignore")  # e.g. SyntaxWarning for invalid escapes: not ours to report
             return ast.parse(source, filename=str(path))
     except SyntaxError as err:
-        raise InputError(f"{path}: line {err.lineno}: syntax error: {err.msg}",
+        spec = "; this is YAML: a SPEC goes to `opdesign estimate --spec FILE`" \
+            if str(path).endswith((".yaml", ".yml")) else ""
+        raise InputError(f"{path}: line {err.lineno}: syntax error: {err.msg}{spec}",
                          details={"path": str(path), "line": err.lineno}) from err
     except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, absurdly deep nesting
         raise InputError(f"{path}: cannot parse: {str(err) or type(err).__name__}", details={"path": str(path)}) from err
