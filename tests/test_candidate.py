@@ -151,3 +151,24 @@ def test_a_knob_value_no_legal_row_has_is_named_not_blamed_on_a_rejected_row(tmp
     assert f"--tiles: {key}={value}: no legal candidate of dense_tiny has it" in res.stderr, res.stderr
     assert f"take {key} {', '.join(map(str, legal))})" in res.stderr and "C-TILE" not in res.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_form_breaking_rank_points_to_within_form_numbering(tmp_path):
+    """dense_fa_8192's rank 1 breaks SK-01-P1 (q_tile != seq_q / 2): refused by name; --within-form counts
+    as `rank --within-form` does and writes that list's rank 1."""
+    spec = EXAMPLES / "dense_fa_8192.yaml"
+    full = _rank_rows(spec, top=1)["rows"][0]
+    assert full["form_rules"] == ["SK-01-P1"]
+    res = run_cli("new", "--spec", str(spec), "--candidate", "1", "--out", str(tmp_path / "x"))
+    assert res.returncode == 2 and not (tmp_path / "x").exists()
+    assert "rank 1 breaks the performance form (SK-01-P1" in res.stderr and "--within-form" in res.stderr
+    inside = json.loads(run_cli("rank", "--spec", str(spec), "--top", "1", "--json", "--within-form").stdout)["rows"][0]
+    out = tmp_path / "w1"
+    res = run_cli("new", "--spec", str(spec), "--candidate", "1", "--within-form", "--out", str(out), "-q")
+    assert res.returncode == 0, res.stderr
+    kernel = (out / "dense_fa_8192_kernel.py").read_text()
+    assert f"Q_TILE = {inside['q_tile']}" in kernel and f"KV_TILE = {inside['kv_tile']}" in kernel
+    res = run_cli("validate", str(out))
+    assert res.returncode == 0 and "0 errors" in res.stdout, res.stdout
+    res = run_cli("new", "--spec", str(spec), "--within-form", "--out", str(tmp_path / "y"))
+    assert res.returncode == 2 and "give --candidate N" in res.stderr

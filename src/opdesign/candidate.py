@@ -182,8 +182,10 @@ def _changes(default: Plan, pins: TilePins, row: CandidateRow | None, chosen: Ca
 
 
 def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = None,
-                tiles: str | None = None, params: CostParams | None = None, read: GoldenReader | None = None) -> Plan:
-    """The plan of rank ``candidate`` of ``opdesign rank`` (or of the ``tiles`` pins), with its rank.
+                tiles: str | None = None, params: CostParams | None = None, read: GoldenReader | None = None,
+                within_form: bool = False) -> Plan:
+    """The plan of rank ``candidate`` of ``opdesign rank`` (``--within-form``: of ``rank --within-form``), or of
+    the ``tiles`` pins, with its rank.
     ``read``: the reader of the SPEC's golden (an agent tool's, inside its root; default: next to the SPEC).
 
     Raises:
@@ -208,10 +210,17 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
     if candidate is not None:
         if candidate < 1:
             raise InputError(f"--candidate: {candidate}: ranks start at 1")
-        ranking = rank_candidates(spec, default, top=candidate, params=params)
+        ranking = rank_candidates(spec, default, top=candidate, params=params, within_form=within_form)
         if candidate > len(ranking.rows):
-            raise InputError(f"--candidate: {candidate}: {spec.op_name} has {ranking.legal} legal candidates")
+            raise InputError(f"--candidate: {candidate}: {spec.op_name} has {ranking.legal} legal candidates"
+                             + (" within its form" if within_form else ""))
         row = ranking.rows[candidate - 1]
+        if row.form_rules:
+            raise InputError(f"--candidate: {candidate}: rank {candidate} breaks the {default.form} form "
+                             f"({', '.join(row.form_rules)}: q_tile {row.q_tile}), which this plan keeps; "
+                             "`opdesign rank --within-form` numbers the rows the form builds: "
+                             "`opdesign new --candidate N --within-form`",
+                             {"field": "candidate", "form_rules": row.form_rules})
         pins = pins_from_row(row)
     else:
         pins, row = _pins_from_tiles(spec, default, parse_tiles(tiles or ""), params)

@@ -87,15 +87,17 @@ def new(
                                   "but the CANNBot validator reports every chapter missing)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing files", metavar=FLAG),
     candidate: int = typer.Option(None, "--candidate", help="design rank N of `opdesign rank` (SK-01)", metavar="N"),
+    within_form: bool = typer.Option(False, "--within-form", help="--candidate N counts as `opdesign rank "
+                                     "--within-form` does (only rows the plan's form can build)", metavar=FLAG),
     tiles: str = typer.Option(None, "--tiles", metavar="K=V,..", help="pin tiles: q_tile=..,kv_tile=..,"
                               "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=.."),
     uncalibrated: bool = typer.Option(False, "--uncalibrated", help="rank with the raw CostParams", metavar=FLAG),
     quiet: bool = quiet_option(),
 ) -> None:
-    """Write DESIGN.md, eval/module_interfaces.yaml and <op_name>_scaffold.py for a SPEC."""
+    """Write DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py and <op_name>_kernel.py for a SPEC."""
     from opdesign.clinew import new_command
 
-    new_command(spec, out, lang, force, candidate, tiles, uncalibrated)
+    new_command(spec, out, lang, force, candidate, tiles, uncalibrated, within_form)
 
 # === cards / rules ===
 # The catalog (cards, constraint tables, their pydantic models, markdown-it) is imported by the

@@ -27,7 +27,7 @@ _COMPLETE_VAR = "_OPDESIGN_COMPLETE"
 
 
 def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: int | None, tiles: str | None,
-                uncalibrated: bool) -> None:
+                uncalibrated: bool, within_form: bool = False) -> None:
     """``opdesign new``: write the design, print ``wrote PATH`` per file and the plan's summary line."""
     from opdesign.errors import InputError, ToolIOError
     from opdesign.pipeline import new_design
@@ -47,6 +47,8 @@ def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: 
 
     from opdesign.costmodel.calibration import load_params
 
+    if within_form and candidate is None:
+        raise InputError("--within-form: it sets how --candidate N counts (give --candidate N)")
     params, pinned = load_params(not uncalibrated), None
     if candidate is not None or tiles is not None:
         from opdesign.candidate import pinned_plan
@@ -54,7 +56,8 @@ def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: 
 
         if candidate is not None and tiles is not None:
             raise InputError("--candidate and --tiles are mutually exclusive (give one)")
-        pinned = pinned_plan(load_spec(spec), spec, candidate=candidate, tiles=tiles, params=params)
+        pinned = pinned_plan(load_spec(spec), spec, candidate=candidate, tiles=tiles, params=params,
+                             within_form=within_form)
     result = new_design(spec, out, lang=lang, force=force, before_publish=announce, plan=pinned, params=params)
     p = result.plan
     form = f"{p.form} form" if p.form_checks else p.variant  # a skeleton with a form choice shows it
