@@ -94,3 +94,11 @@ def test_shipped_loaders_match_an_uncached_read(tmp_path: Path, monkeypatch: pyt
     assert warm is not cold
     assert warm == cold == load_catalog_from(data_dir("patterns"), data_dir("constraints"))
     assert api_warm == api_cold == _read_api_surface()
+
+
+def test_an_unreadable_source_builds_without_the_cache(data: Path, tmp_path: Path) -> None:
+    built: list[int] = []
+    files = [data / CARD, data / "patterns" / "skeletons" / "no-such-card.md"]
+    value = load_cached("catalog", data, files, lambda: built.append(1) or "built")
+    assert (value, built) == ("built", [1])
+    assert not (tmp_path / "cache" / "catalog").exists()

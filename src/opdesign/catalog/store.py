@@ -51,7 +51,10 @@ def cache_file(kind: str, key: str) -> Path:
 def load_cached(kind: str, root: Path, files: Iterable[Path], build: Callable[[], T]) -> T:
     """The object ``build()`` makes from ``files`` (under ``root``): from the cache when its digest is
     there, else built and stored. ``build``'s errors propagate (nothing is stored)."""
-    path = cache_file(kind, source_key(kind, root, files))
+    try:
+        path = cache_file(kind, source_key(kind, root, files))
+    except OSError:  # a source (e.g. the building code in a .pyc-only install) cannot be read: no cache
+        return build()
     try:
         return pickle.loads(path.read_bytes())  # noqa: S301 - our own cache file, named by its sources' digest
     except FileNotFoundError:
