@@ -1,13 +1,18 @@
 """Wall time of `opdesign validate`: one generated design (fresh interpreter, interpreter start
 included) and 200 designs in one invocation.
 
-    python benchmarks/bench_validate.py [--runs 10] [--designs 200] [--strict]
+    python benchmarks/bench_validate.py [--runs 10] [--designs 200] [--distinct 1000] [--strict]
 
 Designs are `opdesign new` outputs of every example SPEC (en and zh), copied
 round-robin up to --designs folders. Prints wall and child CPU time (CPU time
 shows the real cost when other processes load the machine) as JSON, and the in-process CPU time per
 design: over the batch (copies: the validator's memo serves a copy of bytes it has checked) and on
-first sight of each distinct design (memo cleared before each). With --strict
+first sight of each distinct design (memo cleared before each). `first_sight_bulk`: --distinct
+designs that are all different bytes, each seen for the first time: the rendered designs above plus
+`opdesign new --candidate 1..3` of every SPEC that has them, then copies of those made distinct by
+one appended line (`<!-- copy N -->` in DESIGN.md, `# copy N` in the kernel), so that neither the
+memo nor a kept tree serves any of them; validated in one process (in-process CPU, memo cleared
+first) and in one `opdesign validate --format json` run (child CPU). With --strict
 exits 1 when a target is missed (one design: median < 0.3 s; 200 designs < 10 s)
 or when a design has an error- or warning-level finding.
 """
@@ -43,6 +48,56 @@ def _generate(out: Path) -> list[Path]:
             new_design(spec, folder, lang=lang)
             folders.append(folder)
     return folders
+
+
+def _candidates(out: Path) -> list[Path]:
+    """`opdesign new --candidate N` (N = 1..3) of every example SPEC that has that many candidates."""
+    folders = []
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for spec in sorted((REPO / "examples" / "specs").glob("*.yaml")):
+        for n in (1, 2, 3):
+            folder = out / "cand" / f"{spec.stem}_c{n}"
+            proc = subprocess.run([sys.executable, "-m", "opdesign", "new", "--spec", str(spec), "--out", str(folder),
+                                   "--candidate", str(n)], capture_output=True, check=False, env=env)
+            if proc.returncode == 0:
+                folders.append(folder)
+    return folders
+
+
+def _distinct(bases: list[Path], count: int, out: Path) -> list[Path]:
+    """``count`` designs of distinct bytes: the bases, then copies with one appended marker line."""
+    folders = list(bases[:count])
+    i = 0
+    while len(folders) < count:
+        base = bases[i % len(bases)]
+        target = out / "distinct" / f"d{i:04d}"
+        shutil.copytree(base, target)
+        with (target / "DESIGN.md").open("a", encoding="utf-8") as fh:
+            fh.write(f"\n<!-- copy {i} -->\n")
+        for kernel in target.glob("*_kernel.py"):
+            with kernel.open("a", encoding="utf-8") as fh:
+                fh.write(f"# copy {i}\n")
+        folders.append(target)
+        i += 1
+    return folders
+
+
+def _first_sight_bulk(folders: list[Path], root: Path) -> dict:
+    """CPU ms per design over distinct designs seen first: in this process and in one CLI run."""
+    from opdesign.validate import memo, validate_paths
+
+    memo.clear()
+    start = time.process_time()
+    report = validate_paths(folders)
+    in_process = 1000 * (time.process_time() - start) / len(folders)
+    wall, cpu, proc = _run(["--format", "json", *[str(f.relative_to(root)) for f in folders]], root)
+    cli = json.loads(proc.stdout)
+    return {"designs": len(folders), "distinct_files": len({(f / "DESIGN.md").read_bytes() for f in folders}),
+            "in_process_cpu_ms_per_design": round(in_process, 2),
+            "cli_cpu_ms_per_design": round(1000 * cpu / len(folders), 2),
+            "cli_wall_ms_per_design": round(1000 * wall / len(folders), 2),
+            "target_ms": TARGET_IN_PROCESS_MS, "summary": report.summary.model_dump(),
+            "cli_summary": cli["summary"]}
 
 
 def _cpu() -> float:
@@ -82,6 +137,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="repetitions of the one-design run")
     parser.add_argument("--designs", type=int, default=200, help="designs in the batch run")
+    parser.add_argument("--distinct", type=int, default=1000, help="distinct designs of the first-sight bulk run")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,6 +155,7 @@ def main() -> int:
         many_s, many_cpu, proc = _run(["--format", "json", *batch], root)
         report = json.loads(proc.stdout)
         in_process = _in_process(generated, batch, root)
+        bulk = _first_sight_bulk(_distinct(generated + _candidates(root), args.distinct, root), root)
     figures = {
         "one_design_s": {"median": round(statistics.median(times), 3), "min": round(min(times), 3),
                          "max": round(max(times), 3), "cpu_median": round(statistics.median(cpus), 3),
@@ -107,6 +164,7 @@ def main() -> int:
                   "target": TARGET_MANY_S, "per_design_ms": round(1000 * many_s / args.designs, 2),
                   "per_design_cpu_ms": round(1000 * many_cpu / args.designs, 2)},
         "in_process": in_process,
+        "first_sight_bulk": bulk,
         "load_average_1min": round(os.getloadavg()[0], 2),
         "batch_summary": report["summary"],
         "python": sys.version.split()[0],

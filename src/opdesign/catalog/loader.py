@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from opdesign.catalog.models import (
     CARD_DIRS, CONSTRAINT_FILES, INDEX_COLUMNS, Card, Constraint, DeviceProfile, _ConstraintTable, _DeviceFile, _lookup,
 )  # fmt: skip
+from opdesign.catalog.store import load_cached
 from opdesign.errors import CatalogError
 from opdesign.paths import data_dir
 
@@ -157,8 +158,18 @@ def load_catalog_from(patterns_dir: Path | str, constraints_dir: Path | str) -> 
 
 @cache
 def load_catalog() -> Catalog:
-    """Load the shipped catalog once per process (from ``opdesign.paths.data_dir``)."""
-    return load_catalog_from(data_dir("patterns"), data_dir("constraints"))
+    """Load the shipped catalog once per process (from ``opdesign.paths.data_dir``).
+
+    The loaded catalog is kept between processes (:mod:`opdesign.catalog.store`), keyed by a hash
+    of every card and table file, so an edited file is read again."""
+    patterns, constraints = data_dir("patterns"), data_dir("constraints")
+    root = patterns.parent
+    files = [f for folder in CARD_DIRS.values() for f in (patterns / folder).glob("*.md")]
+    files += [constraints / name for name in (*CONSTRAINT_FILES.values(), "devices.yaml")
+              if (constraints / name).is_file()]
+    if constraints.parent != root:  # the two data folders live apart: key on absolute names
+        root = Path("/")
+    return load_cached("catalog", root, files, lambda: load_catalog_from(patterns, constraints))
 
 
 def rule_rows(catalog: Catalog | None = None) -> list[dict[str, str]]:

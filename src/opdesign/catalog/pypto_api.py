@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from opdesign.catalog.store import load_cached
 from opdesign.paths import data_dir
 
 
@@ -49,7 +50,14 @@ def _load(name: str) -> Any:
 
 @cache
 def load_api_surface() -> ApiSurface:
-    """The shipped manifest and notes, loaded once per process."""
+    """The shipped manifest and notes, loaded once per process (and kept between processes keyed by
+    the two files' hash, :mod:`opdesign.catalog.store`)."""
+    folder = data_dir("constraints")
+    files = [folder / "pypto_api.yaml", folder / "pypto_api_notes.yaml"]
+    return load_cached("pypto_api", folder, files, _read_api_surface)
+
+
+def _read_api_surface() -> ApiSurface:
     manifest, notes = _load("pypto_api.yaml"), _load("pypto_api_notes.yaml")
     return ApiSurface(release=str(manifest["release"]), modules=manifest["modules"],
                       value_classes=manifest["value_classes"], missing=notes["missing"],

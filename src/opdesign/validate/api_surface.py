@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opdesign.catalog.pypto_api import ApiSurface, load_api_surface
+from opdesign.validate import astnodes
 
 TENSOR, SCALAR = "Tensor", "SymbolicScalar"
 
@@ -224,7 +225,7 @@ class _Checker:
                 self.bind(elt, (SCALAR, None) if kind and kind[0] == SCALAR else None)
 
     def visit(self, tree: ast.AST) -> None:
-        for node in ast.walk(tree):
+        for node in astnodes.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name == "pypto" or a.name.startswith("pypto."):
@@ -262,7 +263,7 @@ def _ordered(tree: ast.AST) -> list[ast.AST]:
 
     def walk(node: ast.AST) -> None:
         nodes.append(node)
-        for child in ast.iter_child_nodes(node):
+        for child in astnodes.children(node):
             child._parent = node  # type: ignore[attr-defined]
             walk(child)
 
@@ -286,4 +287,4 @@ def check_tree(tree: ast.AST, api: ApiSurface | None = None) -> list[ApiHit]:
 
 def check_source(text: str, api: ApiSurface | None = None) -> list[ApiHit]:
     """:func:`check_tree` on source text (raises SyntaxError when it does not parse)."""
-    return check_tree(ast.parse(text), api)
+    return check_tree(astnodes.parse(text), api)

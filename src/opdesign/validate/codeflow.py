@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword
+from opdesign.validate import astnodes
 
 ALLOCATORS = frozenset({"tensor", "full", "zeros", "ones", "empty"})
 #: pypto ops whose result keeps the shape of the first tensor argument (elementwise, cast, scalar ops).
@@ -66,7 +67,7 @@ def _dtype_arg(call: ast.Call) -> str | None:
 
 def names_in(expr: ast.AST | None) -> set[str]:
     """Every name an expression mentions."""
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} if expr is not None else set()
+    return {n.id for n in astnodes.walk(expr) if isinstance(n, ast.Name)} if expr is not None else set()
 
 
 def _list(expr: ast.AST | None) -> tuple[ast.expr, ...] | None:
@@ -105,7 +106,7 @@ class Flow:
             out = (frozenset(deps), bool(known is not None and known.symbolic) or expr.id in self.dynamic)
         else:
             deps, symbolic = set(), False
-            for child in ast.iter_child_nodes(expr):
+            for child in astnodes.children(expr):
                 d, sym = self._scan(child, state)
                 deps |= d
                 symbolic |= sym

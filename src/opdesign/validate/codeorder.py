@@ -13,6 +13,7 @@ import ast
 import builtins
 
 from opdesign.validate.pseudocode import Program
+from opdesign.validate import astnodes
 
 
 _OWN_SCOPE = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
@@ -41,12 +42,12 @@ class Order(ast.NodeVisitor):
             elif isinstance(item, ast.NamedExpr):
                 stack += [("store", item.target), item.value]
             elif isinstance(item, ast.expr) and not isinstance(item, _OWN_SCOPE):
-                stack.extend(reversed(list(ast.iter_child_nodes(item))))
+                stack.extend(reversed(list(astnodes.children(item))))
             else:
                 super().visit(item)
 
     def store(self, target: ast.AST) -> None:
-        for n in ast.walk(target):
+        for n in astnodes.walk(target):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 self.bound.add(n.id)
                 self.first_bind.setdefault(n.id, n.lineno)
@@ -117,7 +118,7 @@ class Order(ast.NodeVisitor):
 
     def _scope(self, node: ast.AST) -> None:  # comprehensions, lambdas, nested functions: own names
         saved = set(self.bound)
-        for n in ast.walk(node):
+        for n in astnodes.walk(node):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 self.bound.add(n.id)
             elif isinstance(n, ast.arg):
@@ -146,7 +147,7 @@ def defined_names(program: Program, assigned: bool = False) -> set[str]:
         elif isinstance(s, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in s.names}
         elif assigned and s is not None:
-            names |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            names |= {n.id for n in astnodes.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return names
 
 

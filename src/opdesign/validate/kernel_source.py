@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from opdesign.validate.document import Document, Fence, parse
 from opdesign.validate.pseudocode import Node, Program, _constants, _from_ast, _kernel
+from opdesign.validate import astnodes
 
 #: File names ``opdesign validate DIR`` checks besides DESIGN.md (glob patterns, DIR level only).
 KERNEL_GLOBS = ("*_kernel.py", "*_impl.py")
@@ -82,7 +83,7 @@ def device_statements(tree: ast.Module) -> list[ast.stmt]:
         if name in keep:
             continue
         keep.add(name)
-        for node in ast.walk(functions[name]):
+        for node in astnodes.walk(functions[name]):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
                 todo.append(node.func.id)
     out = []
@@ -111,7 +112,7 @@ def read_kernel(text: str) -> KernelSource:
     fence = Fence(info="python", content=text, first_line=1, chapter="pseudocode")
     document = parse("")
     try:
-        tree = ast.parse(text)
+        tree = astnodes.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         lineno = getattr(err, "lineno", None) or 1
         message = getattr(err, "msg", None) or str(err) or type(err).__name__

@@ -13,6 +13,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from opdesign.validate import astnodes
 from opdesign.validate.model import Finding
 
 #: placeholder file names of a memoised run (replaced by the names of each use)
@@ -48,5 +49,6 @@ def findings(key: Iterable[str], names: dict[str, str], compute: Callable[[], li
 
 
 def clear() -> None:
-    """Forget every memoised run."""
+    """Forget every memoised run (and the parsed trees kept by :mod:`opdesign.validate.astnodes`)."""
     _MEMO.clear()
+    astnodes.clear()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 
 from opdesign.validate.document import Document, Fence, Heading
+from opdesign.validate import astnodes
 
 PYTHON_INFO = frozenset({"python", "py", "python3", "py3"})
 PLAIN_INFO = frozenset({"", "text", "txt", "plain", "plaintext", "pseudo", "pseudocode"})
@@ -35,10 +36,10 @@ def holds_python(fence: Fence) -> bool:
     if lang not in PLAIN_INFO:
         return False
     try:
-        tree = ast.parse(fence.content)
+        tree = astnodes.parse(fence.content)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return any(isinstance(node, CODE_NODES) for node in ast.walk(tree))
+    return any(isinstance(node, CODE_NODES) for node in astnodes.walk(tree))
 
 
 def _chapter_end(doc: Document, heading: Heading) -> int:

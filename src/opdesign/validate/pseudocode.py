@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from opdesign.validate.document import Document, Fence
+from opdesign.validate import astnodes
 
 COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.FunctionDef,
             ast.AsyncFunctionDef, ast.Try, ast.ClassDef)
@@ -57,7 +58,7 @@ class Node:
     def calls(self) -> list[ast.Call]:
         """Calls this node evaluates itself, outermost first (computed once)."""
         if self._calls is None:
-            self._calls = [n for e in self.exprs() for n in ast.walk(e) if isinstance(n, ast.Call)]
+            self._calls = [n for e in self.exprs() for n in astnodes.walk(e) if isinstance(n, ast.Call)]
         return self._calls
 
     @property
@@ -135,7 +136,7 @@ def unparse(expr: ast.AST) -> str:
     try:
         return ast.unparse(expr)
     except RecursionError:
-        return f"an expression of {sum(1 for _ in ast.walk(expr))} nodes (nested {nesting(expr)} deep)"
+        return f"an expression of {sum(1 for _ in astnodes.walk(expr))} nodes (nested {nesting(expr)} deep)"
 
 
 def nesting(tree: ast.AST) -> int:
@@ -144,7 +145,7 @@ def nesting(tree: ast.AST) -> int:
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
-        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+        stack += [(child, depth + 1) for child in astnodes.children(node)]
     return deepest
 
 
@@ -322,7 +323,7 @@ def choose_fence(doc: Document) -> Fence | None:
 
 def _read(fence: Fence) -> Program:
     try:
-        tree = ast.parse(fence.content)
+        tree = astnodes.parse(fence.content)
         nodes, parsed, error = _from_ast(tree.body, fence.first_line), True, None
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         lineno = getattr(err, "lineno", None) or 1

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate import astnodes
 
 REQUIRED_KEYS = ("schema_version", "op", "primary_inputs", "modules", "final_outputs", "composition_verification")
 DTYPES = frozenset({"float32", "float16", "bfloat16", "int32", "int64", "bool", "int", "int8"})
@@ -232,7 +233,7 @@ def _dimension_ok(dim: Any) -> bool:
         tree = ast.parse(dim.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    for node in ast.walk(tree):
+    for node in astnodes.walk(tree):
         ok = (isinstance(node, ast.Name)
               or (isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool))
               or (isinstance(node, ast.BinOp) and isinstance(node.op, SHAPE_OPS))

@@ -18,6 +18,7 @@ from opdesign.plan import checks
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import allocation, call_name, int_value
 from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate import astnodes
 
 VECTOR_OPS = frozenset({"mul", "muls", "amax", "amin", "rowmax", "rowsum", "sub", "exp", "sum", "softmax", "cast",
                         "div", "maximum", "minimum", "add", "where", "causal_fill", "reciprocal", "neg"})
@@ -246,7 +247,7 @@ def check_fp32_state(ctx: Context) -> Iterator[Hit]:
 
 
 def _dt_names(call: Any) -> list[str]:
-    return [n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute) and n.attr.startswith("DT_")]
+    return [n.attr for n in astnodes.walk(call) if isinstance(n, ast.Attribute) and n.attr.startswith("DT_")]
 
 
 @rule("AT-17-R4", "error", "pseudocode", "AT-17-R4 (when: SK-01; SK-02's gather_in_ub of [1, topk] is allowed)",

@@ -17,6 +17,7 @@ from opdesign.skeletons.sk01 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import call_name
 from opdesign.validate.registry import Context, Hit, rule
+from opdesign.validate import astnodes
 
 
 def _applies(ctx: Context, key: str, value: str) -> bool:
@@ -29,8 +30,8 @@ def _missing_atoms(ctx: Context, needed: tuple[str, ...]) -> list[str]:
 
 
 def _names(call: ast.Call) -> set[str]:
-    return {n.id for n in ast.walk(call) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute)}
+    return {n.id for n in astnodes.walk(call) if isinstance(n, ast.Name)} | {
+        n.attr for n in astnodes.walk(call) if isinstance(n, ast.Attribute)}
 
 
 def _cache_names(ctx: Context) -> set[str]:

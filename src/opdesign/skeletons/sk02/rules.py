@@ -17,6 +17,7 @@ from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
 from opdesign.validate.values import declared_axes, is_dynamic
 from opdesign.validate.registry import Context, Hit, condition, rule
+from opdesign.validate import astnodes
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
@@ -29,7 +30,7 @@ def _sk02(ctx: Context) -> bool:
 
 
 def _names(expr: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+    return [n.id for n in astnodes.walk(expr) if isinstance(n, ast.Name)]
 
 
 def _is_kv_loop(ctx: Context, node: Node) -> bool:
@@ -43,10 +44,10 @@ def _is_kv_loop(ctx: Context, node: Node) -> bool:
     name = keyword(it, "name")
     if isinstance(name, ast.Constant) and isinstance(name.value, str) and any(k in name.value.lower() for k in KV_LOOP_NAMES):
         return True
-    targets = {n.id for n in ast.walk(node.stmt.target) if isinstance(n, ast.Name)}
+    targets = {n.id for n in astnodes.walk(node.stmt.target) if isinstance(n, ast.Name)}
     for inner, _loops in ctx.program.walk(node.body):
         for expr in inner.exprs():
-            for op in ast.walk(expr):
+            for op in astnodes.walk(expr):
                 if isinstance(op, ast.BinOp) and isinstance(op.op, ast.Mult):
                     sides = {n for side in (op.left, op.right) for n in _names(side)}
                     if sides & targets and any(k in s for s in sides for k in KV_TILE_NAMES):

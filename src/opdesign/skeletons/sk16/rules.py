@@ -16,6 +16,7 @@ from opdesign.skeletons.sk16 import ID
 from opdesign.validate import blockdata as bd
 from opdesign.validate.pseudocode import Node, call_name, dotted, keyword
 from opdesign.validate.registry import Context, Hit, condition, rule
+from opdesign.validate import astnodes
 
 ZEROING = frozenset({"zeros", "zeros_like", "zero_"})
 RUNTIME_MODULES = ("pypto.", "torch.", "np.", "numpy.")
@@ -96,7 +97,7 @@ def _exp_names(ctx: Context, kernel: Node) -> set[str]:
     out = set()
     for node, _loops in ctx.program.walk(kernel.body):
         s = node.stmt
-        if isinstance(s, ast.Assign) and any(isinstance(n, ast.Call) and call_name(n) == "exp" for n in ast.walk(s.value)):
+        if isinstance(s, ast.Assign) and any(isinstance(n, ast.Call) and call_name(n) == "exp" for n in astnodes.walk(s.value)):
             out |= {t.id for t in s.targets if isinstance(t, ast.Name)}
     return out
 
@@ -125,7 +126,7 @@ def check_stats_not_recomputed(ctx: Context) -> Iterator[Hit]:
             what = "the row max m"
         elif name in ("sum", "rowsum", "reduce_sum") and arg is not None and (
                 (isinstance(arg, ast.Name) and arg.id in exps)
-                or any(isinstance(n, ast.Call) and call_name(n) == "exp" for n in ast.walk(arg))):
+                or any(isinstance(n, ast.Call) and call_name(n) == "exp" for n in astnodes.walk(arg))):
             what = "the row sum l"
         else:
             continue
@@ -134,7 +135,7 @@ def check_stats_not_recomputed(ctx: Context) -> Iterator[Hit]:
 
 
 def _runtime_call(expr: ast.AST) -> str | None:
-    for n in ast.walk(expr):
+    for n in astnodes.walk(expr):
         if isinstance(n, ast.Call) and dotted(n.func).startswith(RUNTIME_MODULES):
             return dotted(n.func)
     return None
