@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
@@ -13,6 +14,7 @@ from opdesign.errors import InputError
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"
 
 
+@lru_cache(maxsize=None)  # one `rank` run per (SPEC, top) for the module; the tests only read the rows
 def _rank_rows(spec, top=400):
     res = run_cli("rank", "--spec", str(spec), "--top", str(top), "--json")
     assert res.returncode == 0, res.stderr
@@ -105,7 +107,7 @@ def test_a_rank_beyond_the_legal_space_is_refused(tmp_path):
 def test_rectangular_tiles_pin_the_row_with_those_tiles(tmp_path):
     """--tiles qk_tile=MxN,pv_tile=MxN (rank's own notation) pins the best legal row with those tiles, and the
     kernel sets that row's cube TileShapes; tiles no candidate has are refused, naming rank --show-rejected."""
-    rows = _rank_rows(TINY, 400)["rows"]
+    rows = _rank_rows(TINY)["rows"]
     row = next(r for r in rows if r["qk_tile"][0] != r["qk_tile"][1])
     mxn = lambda t: "x".join(map(str, t))  # noqa: E731
     out = tmp_path / "r"

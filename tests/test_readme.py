@@ -18,6 +18,9 @@ def test_the_default_run_is_the_fast_set():
 
     addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     assert "-m 'not slow and not pypto'" in addopts and "-rs" in addopts  # skip reasons are printed
+    assert "-n auto" in addopts  # on every core (pytest-xdist, in the test extra)
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert any(dep.startswith("pytest-xdist") for dep in extra)
 
 
 def test_installed_wheel_carries_its_data():
