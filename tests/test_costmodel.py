@@ -153,8 +153,11 @@ def _core_loads_reference(ctx, c):
         loads = (counts * (ks * g)[:, None]).sum(axis=0)
         busy = counts[:, int(np.argmax(loads))]
         static = max(int(ks.max()), 1) <= ctx.static_range
-        bodies = (busy * (ks > 0)).sum() if static else (busy * -(-ks // u)).sum()
-        out.append((loads.max(), busy.sum(), busy.sum() * g, bodies, np.count_nonzero(loads), loads.sum()))
+        # pypto.loop_unroll(unroll_list=[u]) runs k // u bodies of u steps, then k % u bodies of one step
+        per_unit = (ks > 0).astype(int) if static else ks // u + ks % u
+        bodies = (busy * per_unit).sum()
+        out.append((loads.max(), busy.sum(), busy.sum() * g, bodies, np.count_nonzero(loads), loads.sum(),
+                    (counts * per_unit[:, None]).sum()))
     return np.array(out, dtype=np.float64)
 
 
@@ -174,7 +177,8 @@ def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> Non
     pick = np.random.default_rng(5).choice(len(c["q"]), size=min(400, len(c["q"])), replace=False)
     sample = {k: v[pick] for k, v in c.items()}
     loads = core_loads(ctx, sample)
-    got = np.stack([loads[k] for k in ("tasks", "units", "roots", "bodies", "cores_busy", "task_count")], axis=1)
+    got = np.stack([loads[k] for k in ("tasks", "units", "roots", "bodies", "cores_busy", "task_count", "body_count")],
+                   axis=1)
     assert (got == _core_loads_reference(ctx, sample)).all()
 
 
