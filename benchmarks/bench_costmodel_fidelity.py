@@ -30,18 +30,46 @@ HELD_OUT = sorted((ROOT / "benchmarks" / "specs").glob("fidelity_*.yaml"), key=l
 STAGES = ("C1", "V1", "C2", "V2", "sched")
 
 
-def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True) -> dict:
-    """The ``rank --sim k`` report of one SPEC (progress on stderr)."""
+def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True, max_task_count: int = 0,
+             split: int = 1) -> dict:
+    """The ``rank --sim k`` report of one SPEC (progress on stderr).
+
+    ``max_task_count`` > 0: rows with more KV steps in all (``task_count``) are not simulated (their
+    SIM takes longer than the timeout; the report's ``skipped`` says how many ranked rows that leaves
+    out). ``split`` > 1: the picks run in that many threads (each one SIM child at a time), merged into
+    one report whose agreement is computed over all of them."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from opdesign.costmodel.calibration import load_params
     from opdesign.pipeline import plan_from_spec, rank_spec
-    from opdesign.simrank import sim_rank
+    from opdesign.simrank import agreement, sim_rank
     from opdesign.spec import load_spec
 
     spec = load_spec(path)
     plan = plan_from_spec(spec, path)
     ranking = rank_spec(spec, plan, None, params=load_params(calibrated))
-    return sim_rank(spec, path, plan, ranking, k, timeout=timeout,
-                    progress=lambda m: print(f"  {spec.op_name}: {m}", file=sys.stderr, flush=True))
+    allowed = [r.rank for r in ranking.rows if not max_task_count or r.task_count <= max_task_count]
+    say = lambda m: print(f"  {spec.op_name}: {m}", file=sys.stderr, flush=True)  # noqa: E731
+    only = None if len(allowed) == len(ranking.rows) else allowed
+    if split <= 1:
+        report = sim_rank(spec, path, plan, ranking, k, timeout=timeout, progress=say, only=only)
+    else:
+        parts = [allowed[i::split] for i in range(split)]  # sim_rank makes its own picks; each part keeps its share
+        with ThreadPoolExecutor(max_workers=split) as pool:
+            reports = list(pool.map(lambda part: sim_rank(spec, path, plan, ranking, k, timeout=timeout,
+                                                          progress=say, only=part), parts))
+        report = reports[0]
+        by_rank = {r["rank"]: r for r in report["rows"]}
+        for other in reports[1:]:
+            for r in other["rows"]:
+                if r["simulated"] or r["rank"] not in by_rank:
+                    by_rank[r["rank"]] = r
+        report["rows"] = [by_rank[rank] for rank in sorted(by_rank)]
+        report["sim"]["picks"] = sorted(p for other in reports for p in other["sim"]["picks"])
+        report["agreement"] = agreement([r for r in report["rows"] if r["simulated"]])
+    report["skipped"] = {"max_task_count": max_task_count, "rows_over": len(ranking.rows) - len(allowed),
+                         "legal": len(ranking.rows)}
+    return report
 
 
 def stage_agreement(report: dict) -> dict[str, float | None]:
@@ -78,22 +106,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uncalibrated", action="store_true", help="raw CostParams, not the committed calibration")
     parser.add_argument("--json", type=Path, help="also write every report here")
     parser.add_argument("--jobs", type=int, default=1, help="SPECs simulated at once (each runs one child at a time)")
+    parser.add_argument("--split", type=int, default=1, help="threads per SPEC, each simulating a share of its picks")
+    parser.add_argument("--max-task-count", type=int, default=0,
+                        help="do not simulate rows with more KV steps in all than this (0: no limit)")
     args = parser.parse_args(argv)
     specs = args.spec or HELD_OUT
     summary, reports = [], {}
 
     def one(path: Path) -> tuple[dict, float]:
         start = time.perf_counter()
-        return run_spec(path, args.k, args.timeout, calibrated=not args.uncalibrated), time.perf_counter() - start
+        return (run_spec(path, args.k, args.timeout, calibrated=not args.uncalibrated,
+                         max_task_count=args.max_task_count, split=args.split), time.perf_counter() - start)
 
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         done = list(pool.map(one, specs))
+    if args.json:  # first: a report that fails to print must not lose the SIM times
+        args.json.write_text(json.dumps({p.name: r for p, (r, _s) in zip(specs, done)}, indent=1))
     for path, (report, seconds) in zip(specs, done):
         stages = stage_agreement(report)
         print(f"\n== {path.name} ({seconds:.0f} s)")
         print_report(report, stages)
+        skipped = report["skipped"]
+        if skipped["max_task_count"]:
+            print(f"not simulated: rows with task_count > {skipped['max_task_count']} (SIM too slow for the timeout): "
+                  f"{skipped['rows_over']} of {skipped['legal']} legal rows; a spread pick on one of them is dropped")
         a = report["agreement"]
         summary.append((report["op_name"], a["n"], a["spearman"], a["kendall"], a["top1_sim_rank"],
                         a["top1_regret_pct"]))

@@ -3,7 +3,7 @@
 For each fit SPEC (default: the tests' tiny dense SPEC and the examples scaled down here; never the
 held-out SPECs of benchmarks/bench_costmodel_fidelity.py) the ``rank --sim`` machinery simulates the
 top K and K spread candidates; :func:`opdesign.costmodel.calibration.fit_params` then grid-fits
-``task_overhead_cycles`` and ``pipeline_depth`` (the mean Spearman rho between the re-scored
+``task_overhead_cycles``, ``step_dispatch_cycles`` and ``pipeline_depth`` (the mean Spearman rho between the re-scored
 candidates and their SIM times). ``stream_switch_cycles`` is not fitted: the generated kernel runs
 one stream, so no SIM time measures it. The script prints the fit and, with ``--write``, writes the
 YAML with its provenance (SPECs, PyPTO release, date, the rho before and after).
@@ -48,7 +48,7 @@ def _simulate(path: Path, k: int, timeout: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from opdesign.costmodel.calibration import calibration_path, fit_params
+    from opdesign.costmodel.calibration import FITTED, calibration_path, fit_params
     from opdesign.pipeline import plan_from_spec
     from opdesign.spec import load_spec
 
@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         samples.append((spec, plan_from_spec(spec, Path(path)), [r for r in report["rows"] if r.get("simulated")]))
     fit = fit_params(samples, _rescore)
     for row in fit["table"]:
-        print(f"task_overhead_cycles {row['task_overhead_cycles']:>8} pipeline_depth {row['pipeline_depth']}  "
-              f"mean spearman {row['spearman']}")
+        print(f"task_overhead_cycles {row['task_overhead_cycles']:>8} step_dispatch_cycles "
+              f"{row['step_dispatch_cycles']:>7} pipeline_depth {row['pipeline_depth']}  mean spearman {row['spearman']}")
     p = fit["params"]
-    print(f"fit: task_overhead_cycles {p.task_overhead_cycles}, pipeline_depth {p.pipeline_depth}: mean Spearman "
+    print(f"fit: {', '.join(f'{k} {getattr(p, k)}' for k in FITTED)}: mean Spearman "
           f"{fit['default_spearman']} -> {fit['spearman']} over {len(samples)} SPECs")
     if args.write:
         versions = {r["sim"]["pypto_version"] for r in reports.values()}
@@ -84,12 +84,15 @@ def main(argv: list[str] | None = None) -> int:
             "params": p.model_dump(),
             "fit": {"objective": "mean Spearman rho of score_cycles vs sim_us over the fit SPECs",
                     "spearman_default": fit["default_spearman"], "spearman_fit": fit["spearman"],
-                    "fitted": ["task_overhead_cycles", "pipeline_depth"],
+                    "fitted": list(FITTED),
                     "not_fitted": {"stream_switch_cycles": "the generated kernel runs one stream"}},
             "provenance": {"script": "scripts/calibrate_costmodel.py", "pypto": sorted(versions),
                            "date": datetime.date.today().isoformat(),
                            "specs": {Path(k).name: {"simulated": sum(1 for r in v["rows"] if r.get("sim_us")),
-                                                    "shape": v["sim"]["shape"]} for k, v in reports.items()}},
+                                                    "shape": v["sim"]["shape"], "spearman_default": before,
+                                                    "spearman_fit": after}
+                                     for (k, v), before, after in zip(reports.items(), fit["per_spec_default"],
+                                                                      fit["per_spec_fit"])}},
         }
         calibration_path().write_text("# written by scripts/calibrate_costmodel.py from a real PyPTO SIM run\n"
                                       + yaml.safe_dump(data, sort_keys=False))

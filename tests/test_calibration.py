@@ -26,7 +26,7 @@ def test_fit_recovers_the_parameters_that_made_the_times():
         r["sim_us"] = made[row_key(r)] / 1850.0
     fit = fit_params([(spec, plan, rows)], _scores)
     assert fit["spearman"] == 1.0 and fit["default_spearman"] < 0.999
-    assert len(fit["table"]) == 1 + 7 * 4 - 1  # the default, then the grid without it
+    assert len(fit["table"]) == 1 + 7 * 6 * 4 - 1  # the default, then the grid (overhead x step x depth) without it
     assert _scores(spec, plan, fit["params"]) and fit["params"].stream_switch_cycles == CostParams().stream_switch_cycles
 
 

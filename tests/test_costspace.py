@@ -91,8 +91,8 @@ def test_overlap_pays_once_the_tiles_are_large(article_form) -> None:
         assert set(by) == {1, 2, 4} and by[1][1] == "fill" and by[2][1] == "V1"
         assert by[2][0] < by[4][0] < by[1][0]   # two streams reach the pipelined bound; four only add switches
         gains[kv] = round(100 * (by[1][0] - by[2][0]) / by[1][0], 2)
-    assert gains == {256: 1.56, 512: 3.34, 1024: 7.17, 2048: 13.86}
-    assert article_form.chosen.score_cycles == _score_by_streams(article_form, 1024)[1][0] == 39934656
+    assert gains == {256: 1.45, 512: 3.19, 1024: 7.15, 2048: 13.82}  # the dispatch (same for every S) dilutes them
+    assert article_form.chosen.score_cycles == _score_by_streams(article_form, 1024)[1][0] == 40052131
 
 
 def test_head_groups_hide_fills_like_streams(article_form) -> None:

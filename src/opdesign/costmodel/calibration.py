@@ -9,6 +9,8 @@ the file exists and the raw :class:`CostParams` defaults otherwise (or with ``ca
 from __future__ import annotations
 
 from functools import cache
+from itertools import product
+from math import log2
 from pathlib import Path
 
 from opdesign.costmodel.stages import CostParams
@@ -37,10 +39,13 @@ def load_params(calibrated: bool = True) -> CostParams:
     return (_calibrated() if calibrated else None) or CostParams()
 
 
-#: the grid :func:`fit_params` searches: task overhead (cycles, geometric) x pipeline depth (tasks in flight).
-#: ``stream_switch_cycles`` stays: the generated kernel runs one stream, so no SIM time measures it.
+#: the grid :func:`fit_params` searches: task overhead per body (cycles, geometric) x dispatch per KV step
+#: (cycles: 0, then geometric) x pipeline depth (tasks in flight). ``stream_switch_cycles`` stays: the
+#: generated kernel runs one stream, so no SIM time measures it.
 OVERHEAD_GRID = (250.0, 500.0, 925.0, 1850.0, 3700.0, 7400.0, 14800.0)
+STEP_GRID = (0.0, 92.5, 185.0, 370.0, 740.0, 1480.0)
 DEPTH_GRID = (1, 2, 3, 4)
+FITTED = ("task_overhead_cycles", "step_dispatch_cycles", "pipeline_depth")
 
 
 def row_key(row: dict) -> tuple:
@@ -50,38 +55,49 @@ def row_key(row: dict) -> tuple:
             row["streams"], tuple((s, ax, tuple(cube[s][ax])) for s in sorted(cube) for ax in ("m", "k", "n")))
 
 
+def _distance(params: CostParams, default: CostParams) -> tuple[float, float, int]:
+    """How far a grid point is from the raw parameters (octaves of overhead, step cycles, depth):
+    among equally good points the fit keeps the nearest, not the first of the grid."""
+    return (abs(log2(params.task_overhead_cycles / default.task_overhead_cycles)),
+            abs(params.step_dispatch_cycles - default.step_dispatch_cycles),
+            abs(params.pipeline_depth - default.pipeline_depth))
+
+
 def fit_params(samples: list[tuple[object, object, list[dict]]], rescore) -> dict:
-    """Grid-fit ``task_overhead_cycles`` and ``pipeline_depth`` to SIM times.
+    """Grid-fit ``task_overhead_cycles``, ``step_dispatch_cycles`` and ``pipeline_depth`` to SIM times.
 
     ``samples``: ``(spec, plan, rows)`` per SPEC, ``rows`` the simulated rows (``rank --sim --json``
     rows with ``sim_us``). ``rescore(spec, plan, params) -> {row_key: score_cycles}``. The objective is
     the mean Spearman rho between the re-scored rows and their SIM times over the SPECs (ties: the
-    default parameters first, then the grid order). Returns ``{"params", "spearman", "default_spearman",
-    "table"}``.
+    point nearest the default parameters, :func:`_distance`). Returns ``{"params", "spearman", "default_spearman",
+    "table", "per_spec_default", "per_spec_fit"}`` (the last two: rho per SPEC, in ``samples`` order).
     """
     from opdesign.costmodel.agreement import spearman
 
-    def mean_rho(params: CostParams) -> float:
+    def rhos_of(params: CostParams) -> list[float]:
         rhos = []
         for spec, plan, rows in samples:
             scores = rescore(spec, plan, params)
             done = [r for r in rows if r.get("sim_us") is not None and row_key(r) in scores]
             rho = spearman([scores[row_key(r)] for r in done], [r["sim_us"] for r in done])
-            rhos.append(rho if rho is not None else 0.0)
+            rhos.append(round(rho, 4) if rho is not None else 0.0)
+        return rhos
+
+    def mean_rho(params: CostParams) -> float:
+        rhos = rhos_of(params)
         return sum(rhos) / len(rhos) if rhos else 0.0
 
     default = CostParams()
     best_params, best = default, mean_rho(default)
-    table = [{"task_overhead_cycles": default.task_overhead_cycles, "pipeline_depth": default.pipeline_depth,
-              "spearman": round(best, 4)}]
-    for overhead in OVERHEAD_GRID:
-        for depth in DEPTH_GRID:
-            params = default.model_copy(update={"task_overhead_cycles": overhead, "pipeline_depth": depth})
-            if params == default:
-                continue
-            rho = mean_rho(params)
-            table.append({"task_overhead_cycles": overhead, "pipeline_depth": depth, "spearman": round(rho, 4)})
-            if rho > best + 1e-9:
-                best_params, best = params, rho
+    table = [{**{k: getattr(default, k) for k in FITTED}, "spearman": round(best, 4)}]
+    for overhead, step, depth in product(OVERHEAD_GRID, STEP_GRID, DEPTH_GRID):
+        update = {"task_overhead_cycles": overhead, "step_dispatch_cycles": step, "pipeline_depth": depth}
+        params = default.model_copy(update=update)
+        if params == default:
+            continue
+        rho = mean_rho(params)
+        table.append({**update, "spearman": round(rho, 4)})
+        if rho > best + 1e-9 or (rho > best - 1e-9 and _distance(params, default) < _distance(best_params, default)):
+            best_params, best = params, max(best, rho)
     return {"params": best_params, "spearman": round(best, 4), "default_spearman": table[0]["spearman"],
-            "table": table}
+            "table": table, "per_spec_default": rhos_of(default), "per_spec_fit": rhos_of(best_params)}

@@ -17,13 +17,14 @@ and ``beta * O_ij`` -> TROWEXPAND + TMUL; add and max -> TSUB (same binary
 element-wise cost, the table has no TADD / TMAX); ``1 / l`` -> TDIVS. Column
 statistics ``[M, 1]`` are costed as ``[M, 8]`` tiles (a row padded to 32 B, C-TILE-02).
 
-Score of a candidate (``score_cycles``, cycles of the busiest cube core, a ranking
-figure, not a time). Per task ``fill = C1 + V1 + C2 + V2 + sched`` (the latency of one
-task through the chain) and ``interval = max(C1 + C2, V1 + V2, sched, fill / D)``: the
-AIC runs C1 and C2 of different tasks in turn, the AIVs V1 and V2, the scheduler one
-dispatch after another, and at most ``D = pipeline_depth`` (FAI ``KERNEL_TASK_NUM``) tasks
-are in flight so the latency of one task is spread over at most that many. ``sched`` is
-the per-task share of the dispatch overhead (:class:`CostParams`).
+Score of a candidate (``score_cycles``, cycles of the busiest cube core plus the dispatch,
+a ranking figure, not a time). Per task ``fill = C1 + V1 + C2 + V2`` (the latency of one
+task through the chain) and ``interval = max(C1 + C2, V1 + V2, fill / D)``: the AIC runs
+C1 and C2 of different tasks in turn, the AIVs V1 and V2, and at most ``D = pipeline_depth``
+(FAI ``KERNEL_TASK_NUM``) tasks are in flight so the latency of one task is spread over at
+most that many. The dispatch of the loop bodies of all cores (``task_overhead_cycles`` a body,
+:class:`CostParams`) adds to that compute time (PyPTO SIM times grow linearly with the bodies
+of all cores, :func:`score`); ``sched`` is its share per task of the busiest core.
 
 What overlaps with what (FAI steady state, domain.md §7; the cost-model article; AT-23):
 
@@ -87,8 +88,15 @@ class CostParams(BaseModel):
     task_overhead_cycles: float = Field(
         1850.0, gt=0,
         description="cycles per dispatched task body (one KV-loop body: unroll_factor KV steps of head_group "
-                    "heads). Assumption: about 1 us of device-side scheduling per task, 1850 cycles at the "
-                    "1.85 GHz clock of the pto-isa a2/a3 config; set it from a profile's Wait-Schedule share.")
+                    "heads), counted over all cores (one scheduler). Assumption: about 1 us of device-side "
+                    "scheduling per body, 1850 cycles at the 1.85 GHz clock of the pto-isa a2/a3 config (PyPTO "
+                    "SIM: 0.83-1.25 us a body); calibration.yaml fits it to SIM times.")
+    step_dispatch_cycles: float = Field(
+        0.0, ge=0,
+        description="cycles per dispatched KV step (the ops of one task, over all cores, through the same "
+                    "scheduler as the bodies). No cited figure: 0 in the raw model; calibration.yaml fits it "
+                    "(PyPTO SIM, dense s2048: kv_tile 1024 x unroll 2 and kv_tile 512 x unroll 4 dispatch the "
+                    "same 64 bodies, 128 and 256 steps, and run 165.0 and 191.1 us).")
     stream_switch_cycles: float = Field(
         54.0, ge=0,
         description="cycles per task per stream beyond the first, charged to every stage. Assumption: one "
@@ -239,8 +247,16 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     A unit holds ``head_group`` heads of one q block and weighs ``head_group x``
     its valid KV blocks (mask-aware). Returns per candidate: ``tasks`` (KV steps on
     the busiest core), ``units`` and ``roots`` (q blocks x heads) there, ``bodies``
-    (dispatched loop bodies: ``ceil(k / unroll_factor)`` per unit, one per unit for a
-    static range), ``cores_busy`` and ``task_count`` (all cores).
+    (dispatched loop bodies there: ``k // unroll_factor + k % unroll_factor`` per unit of ``k``
+    KV steps, one per unit for a static range), ``cores_busy``, ``task_count`` and
+    ``body_count`` (all cores).
+
+    Bodies per unit: ``pypto.loop_unroll`` (PyPTO 0.2.0, ``_controller.py``) sorts the unroll
+    list, appends factor 1 and runs one ``pypto.loop`` per factor over what the larger ones left,
+    so ``unroll_list=[u]`` runs ``k // u`` bodies of ``u`` KV steps and then ``k % u`` bodies of
+    one step each (not one partial body). Measured (SIM, fidelity BSND SPEC, 5 KV tiles a unit):
+    unroll 8 runs 103.1 us, exactly unroll 1 (five one-step bodies either way), unroll 4 73.3 us
+    (two bodies), unroll 2 82.4 us (three).
 
     The busiest core holds a contiguous run of units, so each ``(q, kv)`` tile pair costs one
     pass over its q blocks (counts, running sums) and each head group a closed-form split
@@ -252,7 +268,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     by_pair: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for i, (q, kv, g, u) in enumerate(zip(*(c[k][first].tolist() for k in ("q", "kv", "g", "u")))):
         by_pair.setdefault((q, kv), []).append((i, g, u))
-    table = np.zeros((len(first), 6))
+    table = np.zeros((len(first), 7))
     for (q, kv), rows in by_pair.items():
         ks = valid_blocks(ctx, q, kv)
         k0, n = int(ks[0]), len(ks)
@@ -281,23 +297,24 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                     loads = (at - np.concatenate((np.zeros(1, dtype=at.dtype), at[:-1]))).astype(np.float64)
                     busy = int(np.argmax(loads))
                     splits[g] = (float(loads.max()), int(np.count_nonzero(loads)), float(loads.sum()),
-                                 int(ends[busy - 1]) if busy else 0, int(ends[busy]))
+                                 int(ends[busy - 1]) if busy else 0, int(ends[busy]), repeats)
             if splits[g] is None:
                 continue  # no valid block: every figure 0
-            tasks, busy_cores, total, start, end = splits[g]
+            tasks, busy_cores, total, start, end, repeats = splits[g]
             units = end - start
-            if uniform:  # the same bodies per unit: (1 if a block, else k0 or ceil(k0 / u)) per unit
-                bodies = units * (min(k0, 1) if static else -(-k0 // u))
-                table[i] = (tasks, units, units * g, bodies, busy_cores, total)
+            if uniform:  # the same bodies per unit: 1 if a block (static), else k0 // u + k0 % u per unit
+                per_unit = min(k0, 1) if static else k0 // u + k0 % u
+                table[i] = (tasks, units, units * g, units * per_unit, busy_cores, total, repeats * n * per_unit)
                 continue
             per_body = 0 if static else u  # static: one body per unit that has a block
             if per_body not in body_prefix:
                 body_prefix[per_body] = (np.cumsum(ks > 0) if static else prefix if u == 1
-                                         else np.cumsum(-(-ks // u)))
+                                         else np.cumsum(ks // u + ks % u))
             bodies = _prefix_before(end, body_prefix[per_body]) - _prefix_before(start, body_prefix[per_body])
-            table[i] = (tasks, units, units * g, bodies, busy_cores, total)
+            table[i] = (tasks, units, units * g, bodies, busy_cores, total, repeats * int(body_prefix[per_body][-1]))
     out = table[inv]
-    return {name: out[:, j] for j, name in enumerate(("tasks", "units", "roots", "bodies", "cores_busy", "task_count"))}
+    names = ("tasks", "units", "roots", "bodies", "cores_busy", "task_count", "body_count")
+    return {name: out[:, j] for j, name in enumerate(names)}
 
 
 def useful_streams(streams: np.ndarray, units: np.ndarray, choices: tuple[int, ...]) -> np.ndarray:
@@ -312,12 +329,14 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
           load: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Stage cycles per task, ``score_cycles`` and the bottleneck index per candidate (module docstring).
 
-    ``sched = task_overhead_cycles x bodies / tasks / S_eff`` (streams dispatch side by side);
-    each configured stream beyond the first that has a unit adds ``stream_switch_cycles`` to every
-    stage. Bottleneck (index into :data:`BOTTLENECKS`): ``fill`` when the exposed unit fills bound
-    the score (``serial / S_eff`` above ``pipelined``: more streams or a head group would help),
-    else the slowest stage of the unit that bounds the interval (AIC: C1 or C2, AIV: V1 or V2),
-    ``sched`` when the scheduler does, and the slowest stage overall when the pipeline depth does.
+    ``dispatch = task_overhead_cycles x body_count + step_dispatch_cycles x task_count`` (the loop
+    bodies and KV steps of all cores through one scheduler, which streams share) adds to the compute ``max(pipelined, serial / S_eff)``
+    and ``sched`` reports its share per task of the busiest core; each configured stream beyond the
+    first that has a unit adds ``stream_switch_cycles`` to every compute stage. Bottleneck (index into
+    :data:`BOTTLENECKS`): ``sched`` when the dispatch exceeds the compute, ``fill`` when the exposed
+    unit fills bound the compute (``serial / S_eff`` above ``pipelined``: more streams or a head group
+    would help), else the slowest stage of the unit that bounds the interval (AIC: C1 or C2, AIV: V1
+    or V2), and the slowest compute stage when the pipeline depth does.
     """
     st = stage_cycles(ctx, c)
     load = core_loads(ctx, c) if load is None else load
@@ -326,19 +345,28 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     overlap = np.minimum(running, params.pipeline_depth)  # S_eff
     switch = params.stream_switch_cycles * (running - 1)
     stages = {k: st[k] + switch for k in ("C1", "V1", "C2", "V2")}
-    stages["sched"] = params.task_overhead_cycles * load["bodies"] / np.maximum(load["tasks"], 1) / overlap
-    fill = sum(stages.values())
-    bounds = np.stack([stages["C1"] + stages["C2"], stages["V1"] + stages["V2"], stages["sched"],
-                       fill / params.pipeline_depth], axis=1)
-    interval = bounds.max(axis=1)
     tasks, epilogues = load["tasks"], load["roots"] * st["epilogue"]
+    # one scheduler dispatches the loop bodies of every core, and its time adds to the compute:
+    # measured (PyPTO 0.2.0 SIM) on the fidelity BSND SPEC, 103.1 / 82.4 / 73.3 us for 60 / 36 / 24
+    # bodies in all (unroll 1 / 2 / 4) is 53 us + 0.83 us a body, and on the dense s2048 SPEC
+    # 245.1 / 165.0 us for 128 / 64 bodies (unroll 1 / 2) 1.25 us a body: linear in the bodies of
+    # all cores (per busiest core it would be 10 and 20 us a body), so not a per-core share; streams
+    # share that scheduler, so they do not divide it
+    dispatch = params.task_overhead_cycles * load["body_count"] + params.step_dispatch_cycles * load["task_count"]
+    stages["sched"] = dispatch / np.maximum(tasks, 1)  # its share per task on the busiest core (reported)
+    fill = stages["C1"] + stages["V1"] + stages["C2"] + stages["V2"]
+    bounds = np.stack([stages["C1"] + stages["C2"], stages["V1"] + stages["V2"], fill / params.pipeline_depth],
+                      axis=1)
+    interval = bounds.max(axis=1)
     pipelined = fill + np.maximum(tasks - 1, 0) * interval + epilogues
     serial = units * fill + np.maximum(tasks - units, 0) * interval + epilogues
-    total = np.maximum(pipelined, serial / overlap)
+    compute = np.maximum(pipelined, serial / overlap)
+    total = compute + dispatch
     per_stage = np.stack([stages[k] for k in STAGES], axis=1)
     which = bounds.argmax(axis=1)
     bottleneck = np.select(
-        [serial / overlap > pipelined, which == 0, which == 1, which == 2],
-        [np.full(len(which), BOTTLENECKS.index("fill")), np.where(stages["C1"] >= stages["C2"], 0, 2),
-         np.where(stages["V1"] >= stages["V2"], 1, 3), np.full(len(which), 4)], per_stage.argmax(axis=1))
+        [dispatch > compute, serial / overlap > pipelined, which == 0, which == 1],
+        [np.full(len(which), BOTTLENECKS.index("sched")), np.full(len(which), BOTTLENECKS.index("fill")),
+         np.where(stages["C1"] >= stages["C2"], 0, 2), np.where(stages["V1"] >= stages["V2"], 1, 3)],
+        per_stage[:, :4].argmax(axis=1))
     return {"stages": per_stage, "score": np.rint(total), "bottleneck": bottleneck, "epilogue": st["epilogue"], **load}
