@@ -57,3 +57,18 @@ def test_rank_sim_without_the_extra_is_extra_missing():
     res = run_cli("rank", "--spec", str(TINY), "--sim", "1")
     assert res.returncode == 2 and res.stderr.startswith("error: extra_missing:")
     assert "pip install 'opdesign[pypto]'" in res.stderr
+
+
+def test_sim_text_prints_rectangular_tiles_as_m_x_n():
+    """rank --sim's text table: qk / pv / vec tiles are [m, n] lists (the fidelity run of 19:35 crashed on them)."""
+    from opdesign.simrank import format_sim_text
+
+    row = {"rank": 3, "q_tile": 128, "kv_tile": 512, "qk_tile": [128, 64], "pv_tile": [64, 512], "vec_tile": [16, 128],
+           "unroll_factor": 4, "head_group": 1, "streams": 2, "score_cycles": 123456, "sim_us": 71.25,
+           "simulated": True, "sim_error": None, "same_kernel_as": None}
+    report = {"op_name": "op", "legal": 40, "rows": [row, {**row, "rank": 9, "simulated": False}],
+              "sim": {"pypto_version": "0.2.0", "shape": {"seq_q": 256}, "shape_note": "as specified"},
+              "agreement": {"n": 1, "spearman": None, "kendall": None, "top1_sim_rank": 1, "top1_regret_pct": 0.0}}
+    lines = format_sim_text(report).splitlines()
+    assert lines[2].split() == ["3", "128", "512", "128x64", "64x512", "16x128", "4", "1", "2", "123456", "71.25"]
+    assert len(lines) == 4 and "Spearman rho n/a" in lines[3] and "SIM rank 1 (regret 0.0 %" in lines[3]

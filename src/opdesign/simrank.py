@@ -183,14 +183,15 @@ def format_sim_text(report: dict[str, Any]) -> str:
     a, sim = report["agreement"], report["sim"]
     lines = [f"{report['op_name']}: {report['legal']} legal candidates; SIM (PyPTO {sim['pypto_version']}) on "
              f"{', '.join(f'{k} {v}' for k, v in sim['shape'].items())} ({sim['shape_note']})",
-             "  rank q_tile kv_tile   qk   pv     vec unroll  G  S  score_cycles      sim_us  note"]
+             "  rank q_tile kv_tile      qk      pv     vec unroll  G  S  score_cycles      sim_us  note"]
+    mxn = lambda t: f"{t[0]}x{t[1]}"  # noqa: E731  (qk_tile / pv_tile / vec_tile are [m, n], as rank prints them)
     for r in report["rows"]:
         if not r["simulated"]:
             continue
         note = r["sim_error"] or (f"same kernel as rank {r['same_kernel_as']}" if r["same_kernel_as"] else "")
         sim_us = "-" if r["sim_us"] is None else f"{r['sim_us']:.2f}"
-        lines.append(f"{r['rank']:>6} {r['q_tile']:>6} {r['kv_tile']:>7} {r['qk_tile']:>4} {r['pv_tile']:>4} "
-                     f"{r['vec_tile'][0]:>3}x{r['vec_tile'][1]:<3} {r['unroll_factor']:>6} {r['head_group']:>2} "
+        lines.append(f"{r['rank']:>6} {r['q_tile']:>6} {r['kv_tile']:>7} {mxn(r['qk_tile']):>7} {mxn(r['pv_tile']):>7} "
+                     f"{mxn(r['vec_tile']):>7} {r['unroll_factor']:>6} {r['head_group']:>2} "
                      f"{r['streams']:>2} {r['score_cycles']:>13} {sim_us:>11}  {note[:100]}")
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     lines.append(f"agreement over {a['n']} simulated candidates: Spearman rho {fmt(a['spearman'])}, Kendall tau "
