@@ -140,7 +140,7 @@ def test_a_crashing_check_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch
 def test_paths_folder_file_missing_and_folder_without_design(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     report = validate_paths([BASE, BASE / "DESIGN.md", tmp_path / "nothing.md", tmp_path / "empty"])
-    assert report.files == [str(BASE / "DESIGN.md"), str(BASE / "DESIGN.md"), str(tmp_path / "nothing.md"),
+    assert report.files == [str(BASE / "DESIGN.md"), str(tmp_path / "nothing.md"),  # the folder's DESIGN.md once
                             str(tmp_path / "empty" / "DESIGN.md")]
     assert [(f.file, f.message) for f in report.findings] == sorted([
         (str(tmp_path / "empty" / "DESIGN.md"), "input unusable: no such file"),

@@ -44,3 +44,14 @@ def test_other_bytes_or_other_interfaces_are_not_served_from_the_memo() -> None:
     assert not [f for f in plain.findings if f.file == "a/eval/module_interfaces.yaml"]
     memo.clear()
     assert _rows(validate_text("# T\n\nno chapters at all\n", name="a/DESIGN.md")) == _rows(other)
+
+
+def test_a_path_given_twice_counts_once(tmp_path: Path) -> None:
+    """`opdesign validate d/DESIGN.md d/DESIGN.md`: one file checked, its findings once (was 'checked 2 files')."""
+    out = tmp_path / "op"
+    new_design(EXAMPLES / "causal_gqa_tail.yaml", out)
+    once, twice = validate_paths([out / "DESIGN.md"]), validate_paths([out / "DESIGN.md", out / "DESIGN.md"])
+    assert twice.files == once.files == [str(out / "DESIGN.md")]
+    assert _rows(twice) == _rows(once) and twice.summary == once.summary
+    both = validate_paths([out, out / "DESIGN.md"])  # the folder names its DESIGN.md and its kernel
+    assert both.files == [str(out / "DESIGN.md"), str(out / "causal_gqa_tail_kernel.py")]

@@ -49,7 +49,7 @@ class Report(BaseModel):
     def build(cls, files: list[str], findings: list[Finding]) -> Report:
         ordered = sorted(set(findings), key=lambda f: (f.file, f.line, f.rule, f.message))
         counts = {level: sum(1 for f in ordered if f.level == level) for level in LEVELS}
-        return cls(files=files, findings=ordered, summary=Summary(**counts))
+        return cls(files=list(dict.fromkeys(files)), findings=ordered, summary=Summary(**counts))  # a path given twice counts once, as its findings do
 
     @property
     def unusable_inputs(self) -> list[str]:
