@@ -10,6 +10,11 @@ YAML with its provenance (SPECs, PyPTO release, date, the rho before and after).
 
     PYTHONPATH=src /work/venv-pypto/bin/python scripts/calibrate_costmodel.py --spec S [--spec S ...] [--k 6] [--write]
     PYTHONPATH=src python scripts/calibrate_costmodel.py --from-json RUN.json [--write]   # reuse a --sim run
+    PYTHONPATH=src python scripts/calibrate_costmodel.py --from-json benchmarks/data/calibration_runs.json \
+        --transfers benchmarks/data/sim_transfers.json      # the committed calibration.yaml
+
+``--transfers`` keeps the SIM copy figures of ``scripts/measure_sim_transfers.py --json`` fixed during the
+fit. The depth grid starts at 2: depth 1 allows no overlap of units, which SIM contradicts.
 
 Only a calibration.yaml that a real run of this script produced is to be committed.
 """
@@ -58,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=6, help="top K plus K spread candidates per SPEC")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--save-runs", type=Path, help="write the SIM reports here (for --from-json)")
+    parser.add_argument("--transfers", type=Path,
+                        help="JSON of scripts/measure_sim_transfers.py --json: SIM copy figures, kept fixed in the fit")
     parser.add_argument("--write", action="store_true", help=f"write {calibration_path().relative_to(ROOT)}")
     args = parser.parse_args(argv)
     reports = {str(p): _simulate(p, args.k, args.timeout) for p in args.spec}
@@ -71,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     for path, report in reports.items():
         spec = load_spec(Path(path))
         samples.append((spec, plan_from_spec(spec, Path(path)), [r for r in report["rows"] if r.get("simulated")]))
-    fit = fit_params(samples, _rescore)
+    from opdesign.costmodel import CostParams
+
+    measured = json.loads(args.transfers.read_text()) if args.transfers else None
+    base = CostParams(**measured["params"]) if measured else CostParams()
+    fit = fit_params(samples, _rescore, base)
     for row in fit["table"]:
         print(f"task_overhead_cycles {row['task_overhead_cycles']:>8} step_dispatch_cycles "
               f"{row['step_dispatch_cycles']:>7} pipeline_depth {row['pipeline_depth']}  mean spearman {row['spearman']}")
@@ -85,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             "fit": {"objective": "mean Spearman rho of score_cycles vs sim_us over the fit SPECs",
                     "spearman_default": fit["default_spearman"], "spearman_fit": fit["spearman"],
                     "fitted": list(FITTED),
-                    "not_fitted": {"stream_switch_cycles": "the generated kernel runs one stream"}},
+                    "not_fitted": {"stream_switch_cycles": "the generated kernel runs one stream",
+                                   **({k: f"measured from {measured['traces']} PyPTO SIM pipe traces by "
+                                          "scripts/measure_sim_transfers.py" for k in measured["params"]}
+                                      if measured else {})}},
             "provenance": {"script": "scripts/calibrate_costmodel.py", "pypto": sorted(versions),
                            "date": datetime.date.today().isoformat(),
                            "specs": {Path(k).name: {"simulated": sum(1 for r in v["rows"] if r.get("sim_us")),

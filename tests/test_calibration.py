@@ -19,14 +19,16 @@ def _scores(spec, plan, params):
 def test_fit_recovers_the_parameters_that_made_the_times():
     spec = load_spec(TINY)
     plan = plan_from_spec(spec, TINY)
-    truth = CostParams(task_overhead_cycles=14800.0, pipeline_depth=1)
+    truth = CostParams(task_overhead_cycles=14800.0, pipeline_depth=2, load_head_cycles=1405.4)
     rows = [r.model_dump(mode="json") for r in rank_candidates(spec, plan).rows[::20]]
     made = _scores(spec, plan, truth)
     for r in rows:  # "SIM" times: the score under the true parameters, in microseconds at 1.85 GHz
         r["sim_us"] = made[row_key(r)] / 1850.0
-    fit = fit_params([(spec, plan, rows)], _scores)
+    measured = CostParams(load_head_cycles=1405.4)  # a measured SIM figure the fit keeps fixed
+    fit = fit_params([(spec, plan, rows)], _scores, measured)
     assert fit["spearman"] == 1.0 and fit["default_spearman"] < 0.999
-    assert len(fit["table"]) == 1 + 7 * 6 * 4 - 1  # the default, then the grid (overhead x step x depth) without it
+    assert fit["params"].load_head_cycles == 1405.4 and fit["params"].store_head_cycles is None
+    assert len(fit["table"]) == 1 + 7 * 6 * 3 - 1  # the default, then the grid (overhead x step x depth 2..4) without it
     assert _scores(spec, plan, fit["params"]) and fit["params"].stream_switch_cycles == CostParams().stream_switch_cycles
 
 

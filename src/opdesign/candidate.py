@@ -217,7 +217,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
         row = ranking.rows[candidate - 1]
         if row.form_rules:
             raise InputError(f"--candidate: {candidate}: rank {candidate} breaks the {default.form} form "
-                             f"({', '.join(row.form_rules)}: q_tile {row.q_tile}), which this plan keeps; "
+                             f"({'; '.join(_FORM_WHAT[r](row) for r in row.form_rules)}), which this plan keeps; "
                              "`opdesign rank --within-form` numbers the rows the form builds: "
                              "`opdesign new --candidate N --within-form`",
                              {"field": "candidate", "form_rules": row.form_rules})
@@ -275,6 +275,11 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
         raise InputError(_broken(ids, "; ".join(f"{r}: {m}" for r, m in errors[:3])),
                          {"rules": ids})
     return plan
+
+
+#: what each form rule of a ranked row is about, for the refusal of ``--candidate N``
+_FORM_WHAT = {"SK-01-P1": lambda row: f"SK-01-P1: q_tile {row.q_tile}",
+              "SK-01-P2": lambda row: f"SK-01-P2: kv_tile {row.kv_tile} needs a pypto.loop, not a static range"}
 
 
 def _static_limit(plan: Plan) -> int | None:

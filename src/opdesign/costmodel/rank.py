@@ -28,6 +28,7 @@ from opdesign.costmodel.isa import (
 )
 from opdesign.costmodel.space import (
     FORM_Q_RULE,
+    FORM_STATIC_RULE,
     PV_FACTORS,
     QK_FACTORS,
     RULE_ORDER,
@@ -73,7 +74,8 @@ class Candidate(_Model):
     kv_loop: str = Field(description="range (static, performance form), pypto.loop or loop_unroll")
     cube_tiles: dict[str, dict[str, list[int]]] = Field(description="C1/C2 m, k, n as [L0, L1]")
     form_rules: list[str] = Field(description="form rules the candidate breaks (SK-01-P1: the performance form's "
-                                              "fixed q_tile); ranked and shown, not dropped")
+                                              "fixed q_tile; SK-01-P2: more KV tiles than its static range); "
+                                              "ranked and shown, not dropped")
 
 
 class CandidateRow(Candidate):
@@ -117,10 +119,14 @@ class Ranking(_Model):
                                              description="model figures not read from a cited table (parameter_table)")
 
 
+def _unit(name: str) -> str:
+    return "bytes/cycle" if name.endswith("bytes_per_cycle") else "cycles" if name.endswith("cycles") else "tasks"
+
+
 def parameter_table(params: CostParams | None = None) -> list[dict[str, Any]]:
     """Every model figure not read from the formula table or the device profile: name, value, unit, reason."""
     params = params or CostParams()
-    rows = [{"name": n, "value": getattr(params, n), "unit": "cycles" if n.endswith("cycles") else "tasks",
+    rows = [{"name": n, "value": getattr(params, n), "unit": _unit(n),
              "reason": f.description} for n, f in CostParams.model_fields.items()]
     cited = [
         ("TMATMUL_HEAD_CYCLES", TMATMUL_HEAD_CYCLES, "cycles", "pto-isa a2a3 cce_costmodel_cube.hpp mad head"),
@@ -144,7 +150,7 @@ def _candidate(c: dict[str, np.ndarray], i: int, static_range: int, broken: np.n
     out = {k: int(c[a][i]) for k, a in _ARRAY.items()}
     out["qk_tile"] = [int(c["m1"][i]), int(c["n1"][i])]
     out["pv_tile"] = [int(c["m21"][i]), int(c["k21"][i])]
-    out["form_rules"] = [FORM_Q_RULE] if broken[i] else []
+    out["form_rules"] = [name for bit, name in ((1, FORM_Q_RULE), (2, FORM_STATIC_RULE)) if broken[i] & bit]
     out["vec_tile"] = (int(c["vr"][i]), int(c["vc"][i]))
     static = int(c["steps_max"][i]) <= static_range
     out["kv_loop"] = "range" if static else ("loop_unroll" if out["unroll_factor"] > 1 else "pypto.loop")
@@ -211,7 +217,7 @@ def _legal_space(ctx, within_form: bool) -> tuple[dict[str, np.ndarray], dict[st
         pair_load[k][allowed] = v
     pair_keep = allowed & useful_streams(pairs["s"], pair_load["units"], STREAM_COUNTS)
     if within_form:
-        pair_keep &= ~form_rules(ctx, pairs["q"])
+        pair_keep &= form_rules(ctx, pairs["q"], pairs["kv"]) == 0
     keep = pair_keep.reshape(len(first), nk)[pair_of]  # (geometry, knob)
     per_row = keep.sum(axis=1)
     rules = check_rules(ctx, geo)
@@ -248,7 +254,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
         load = core_loads(ctx, c)
         keep = useful_streams(c["s"], load["units"], STREAM_COUNTS)
         if within_form:
-            keep &= ~form_rules(ctx, c["q"])
+            keep &= form_rules(ctx, c["q"], c["kv"]) == 0
         for d in (c, load):  # column by column: one filtered copy alive at a time
             for k in d:
                 d[k] = d[k][keep]
@@ -271,7 +277,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     rank_of = np.zeros(len(legal), dtype=np.int64)  # 1-based rank of each legal candidate, 0 when illegal
     rank_of[legal_order] = np.arange(1, len(legal_order) + 1)
     chosen_i = _chosen_index(plan, c, legal_order)
-    broken = form_rules(ctx, c["q"])
+    broken = form_rules(ctx, c["q"], c["kv"])
 
     def row(i: int) -> CandidateRow:
         st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}

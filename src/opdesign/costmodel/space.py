@@ -69,6 +69,7 @@ PV_FACTORS = (1, 2, 4)
 RULE_ORDER = ("C-TILE-05", "C-TILE-02", "C-TILE-03", "C-TILE-04")
 #: the SK-01 performance invariant that fixes ``q_tile`` (``Q_TILE = seq_q / 2``)
 FORM_Q_RULE = "SK-01-P1"
+FORM_STATIC_RULE = "SK-01-P2"
 
 
 def _pow2_upto(limit: int) -> list[int]:
@@ -122,11 +123,14 @@ def _axis_choices(seq: int, planned: int) -> list[int]:
     return sorted(set(_pow2_upto(seq)) | {planned})
 
 
-def form_rules(ctx: Context, q: np.ndarray) -> np.ndarray:
-    """Per candidate: True when it breaks the form's fixed ``q_tile`` (``FORM_Q_RULE``, performance form only)."""
+def form_rules(ctx: Context, q: np.ndarray, kv: np.ndarray) -> np.ndarray:
+    """Per candidate, the form rules it breaks as bits (performance form only; 0 = none): 1 =
+    ``FORM_Q_RULE`` (the form's fixed ``q_tile``), 2 = ``FORM_STATIC_RULE`` (more KV tiles than the static
+    range the performance kernel writes: such a row is ranked as a ``pypto.loop``, which that kernel has not)."""
     if ctx.form != "performance":
-        return np.zeros(len(q), dtype=bool)
-    return q != ctx.plan.q_tile
+        return np.zeros(len(q), dtype=np.uint8)
+    steps = -(-ctx.spec.shape.seq_kv // kv)  # plan.kv_tiles of the pinned plan, as opdesign new checks it
+    return (q != ctx.plan.q_tile).astype(np.uint8) | ((steps > ctx.static_range).astype(np.uint8) << 1)
 
 
 def block_counts(mask: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int,

@@ -59,12 +59,20 @@ streams (AT-23-R2 gives each chain its own accumulators; streams here share the
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from opdesign.catalog import load_catalog
-from opdesign.costmodel.isa import TRANSFER_HEAD_CYCLES, bandwidth, cvt_cycles, matmul_cycles, vector_cycles
+from opdesign.costmodel.isa import (
+    LOAD_PATHS,
+    STORE_PATHS,
+    TRANSFER_HEAD_CYCLES,
+    bandwidth,
+    cvt_cycles,
+    matmul_cycles,
+    vector_cycles,
+)
+from opdesign.costmodel.params import CostParams
 from opdesign.costmodel.space import Context, cdiv, valid_blocks
-from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM
+from opdesign.plan.buffers import ACC_BYTES
 from opdesign.plan.tiles import vec_cols_v2
 from opdesign.spec import DTYPE_BYTES
 
@@ -80,41 +88,13 @@ FP8_V2_INSTRS = ("TROWEXPAND", "TMUL")  # AT-06: P row inv_scale (V's scale rode
 STATE_INSTRS = ("TSUB", "TSUB", "TSUB", "TEXP", "TEXP", "TMUL", "TMUL", "TSUB")
 
 
-class CostParams(BaseModel):
-    """Figures of the cost model that no cited table gives: named, with unit and reason."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    task_overhead_cycles: float = Field(
-        1850.0, gt=0,
-        description="cycles per dispatched task body (one KV-loop body: unroll_factor KV steps of head_group "
-                    "heads), counted over all cores (one scheduler). Assumption: about 1 us of device-side "
-                    "scheduling per body, 1850 cycles at the 1.85 GHz clock of the pto-isa a2/a3 config (PyPTO "
-                    "SIM: 0.83-1.25 us a body); calibration.yaml fits it to SIM times.")
-    step_dispatch_cycles: float = Field(
-        0.0, ge=0,
-        description="cycles per dispatched KV step (the ops of one task, over all cores, through the same "
-                    "scheduler as the bodies). No cited figure: 0 in the raw model; calibration.yaml fits it "
-                    "(PyPTO SIM, dense s2048: kv_tile 1024 x unroll 2 and kv_tile 512 x unroll 4 dispatch the "
-                    "same 64 bodies, 128 and 256 steps, and run 165.0 and 191.1 us).")
-    stream_switch_cycles: float = Field(
-        54.0, ge=0,
-        description="cycles per task per stream beyond the first, charged to every stage. Assumption: one "
-                    "extra hand-over per C1->V1->C2->V2 link when a core alternates streams: 3 links x "
-                    "(set_flag + wait_flag at 1 cycle each + a 16-cycle vector pipe drain), pto-isa "
-                    "cce_costmodel_sync.hpp; measure 1 vs 2 streams to replace it.")
-    pipeline_depth: int = Field(
-        KERNEL_TASK_NUM, ge=1,
-        description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
-                    "(opdesign.plan.buffers.KERNEL_TASK_NUM), the depth the L1/UB static buffers are sized for; "
-                    "streams share that ring, so at most this many units overlap (S_eff = min(streams, units, depth)).")
-
-
-
-
-def _xfer(ctx: Context, path: str, count, nbytes):
-    """``count`` transfers moving ``nbytes`` in total over ``path``."""
-    return count * TRANSFER_HEAD_CYCLES[path] + nbytes / bandwidth(ctx.device, path)
+def _xfer(ctx: Context, path: str, count, nbytes, params: CostParams):
+    """``count`` transfers moving ``nbytes`` in total over ``path`` (GM copies: ``params``' figures when set)."""
+    side = "load" if path in LOAD_PATHS else "store" if path in STORE_PATHS else None
+    head = getattr(params, f"{side}_head_cycles") if side else None
+    rate = getattr(params, f"{side}_bytes_per_cycle") if side else None
+    return (count * (TRANSFER_HEAD_CYCLES[path] if head is None else head)
+            + nbytes / (bandwidth(ctx.device, path) if rate is None else rate))
 
 
 def _per_shape(rows: np.ndarray, cols: np.ndarray, fn) -> np.ndarray:
@@ -128,9 +108,19 @@ def _sum(ops: tuple[str, ...], rows: int, cols: int) -> int:
     return sum(vector_cycles(op, "fp32", rows, cols) for op in ops)
 
 
-def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def v1_on_aic(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Mask of the candidates whose V1 PyPTO 0.2.0 places on the AIC: a vector tile wider than the
+    QK tile's n (``vec_tile`` cols > ``qk_tile`` n). Measured in SIM (``benchmarks/bench_sim_scan.py
+    --grid`` on benchmarks/specs/calib_dense_s512.yaml, data in benchmarks/data/calib_dense_s512_scan.jsonl):
+    of the 43 tilings that compiled, every such row ran the softmax ops in the cube core's subgraph
+    (C1 + V1 one AIC task: 86906 cycles for qk 128x64 against 2 x 9876 for C1 alone with qk 64x128)
+    and no other row did; the C1 -> V1 overlap across cores is lost."""
+    return c["vc"] > c["n1"]
+
+
+def stage_cycles(ctx: Context, c: dict[str, np.ndarray], params: CostParams | None = None) -> dict[str, np.ndarray]:
     """Per-task cycles of C1, V1, C2, V2 and per-root ``epilogue`` (AIV, final ``O / l``, cast, store)."""
-    spec, dev = ctx.spec, ctx.device
+    spec, dev, params = ctx.spec, ctx.device, params or CostParams()
     s = spec.shape
     d, dt, pdt = s.head_dim, spec.dtype, ctx.p_dtype
     b, pb, acc = DTYPE_BYTES[dt], DTYPE_BYTES[pdt], ACC_BYTES
@@ -144,37 +134,39 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray
     blocks = cdiv(q, m1) * cdiv(kv, n1)
     pages_k = cdiv(n1, page) if page else 1
     c1 = np.maximum.reduce([
-        _xfer(ctx, "gm_to_l1", blocks * (1 + pages_k), blocks * (m1 * d1 + d1 * n1) * b),
-        _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b) + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b),
+        _xfer(ctx, "gm_to_l1", blocks * (1 + pages_k), blocks * (m1 * d1 + d1 * n1) * b, params),
+        _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b, params) + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b, params),
         blocks * cdiv(m1, m0) * cdiv(n1, n0) * cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
-        _xfer(ctx, "l0c_to_gm", blocks * cdiv(m1, m0) * cdiv(n1, n0), blocks * m1 * n1 * acc),
+        _xfer(ctx, "l0c_to_gm", blocks * cdiv(m1, m0) * cdiv(n1, n0), blocks * m1 * n1 * acc, params),
     ])
     chunks = cdiv(q, m21) * cdiv(d1, n21) * cdiv(kv, k21)
     pages_v = cdiv(k21, page) if page else 1
     c2_cycles = np.maximum.reduce([
-        _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m21 * k21 + k21 * n21) * pb),
-        _xfer(ctx, "l1_to_l0a", chunks, chunks * m21 * k21 * pb)
-        + _xfer(ctx, "l1_to_l0b", chunks, chunks * k21 * n21 * pb),
+        _xfer(ctx, "gm_to_l1", chunks * (1 + pages_v), chunks * (m21 * k21 + k21 * n21) * pb, params),
+        _xfer(ctx, "l1_to_l0a", chunks, chunks * m21 * k21 * pb, params)
+        + _xfer(ctx, "l1_to_l0b", chunks, chunks * k21 * n21 * pb, params),
         chunks * cdiv(m21, m20) * cdiv(k21, k20) * cdiv(n21, n20) * matmul_cycles(m20, k20, n20, pdt, dev),
-        _xfer(ctx, "l0c_to_gm", cdiv(q, m21) * cdiv(d1, n21) * cdiv(m21, m20) * cdiv(n21, n20), q * n21 * acc),
+        _xfer(ctx, "l0c_to_gm", cdiv(q, m21) * cdiv(d1, n21) * cdiv(m21, m20) * cdiv(n21, n20), q * n21 * acc, params),
     ])
 
-    rows = cdiv(q, dev.aiv_per_aic)
+    # V1 on the AIC (`v1_on_aic`): its rows are the whole q tile on one core, not split over the AIVs
+    rows = np.where(v1_on_aic(c), q, cdiv(q, dev.aiv_per_aic))
     row_tiles = cdiv(rows, vr)
     t1 = row_tiles * cdiv(kv, vc)
     softmax = V1_INSTRS + (FP8_V1_INSTRS if fp8 else ())
     per_t1 = _per_shape(vr, vc, lambda r, w: _sum(softmax, r, w) + cvt_cycles("fp32", r, w))
-    v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc), t1 * per_t1,
-                            _xfer(ctx, "ub_to_gm", t1, t1 * vr * vc * pb)])
+    v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc, params), t1 * per_t1,
+                            _xfer(ctx, "ub_to_gm", t1, t1 * vr * vc * pb, params)])
+    row_tiles = cdiv(cdiv(q, dev.aiv_per_aic), vr)  # V2 and the epilogue stay on the AIVs
     t2 = row_tiles * cdiv(d, c2)
     rescale = V2_INSTRS + (FP8_V2_INSTRS if fp8 else ())
     per_t2 = _per_shape(vr, np.full_like(vr, c2), lambda r, w: _sum(rescale, r, w))
     per_row = _per_shape(vr, np.full_like(vr, col_w), lambda r, w: _sum(STATE_INSTRS, r, w))
-    v2 = np.maximum(_xfer(ctx, "gm_to_ub", t2, t2 * vr * c2 * acc), t2 * per_t2 + row_tiles * per_row)
+    v2 = np.maximum(_xfer(ctx, "gm_to_ub", t2, t2 * vr * c2 * acc, params), t2 * per_t2 + row_tiles * per_row)
     per_out = _per_shape(vr, np.full_like(vr, c2), lambda r, w: vector_cycles("TROWEXPAND", "fp32", r, w)
                          + vector_cycles("TMUL", "fp32", r, w) + cvt_cycles("fp32", r, w))
     recip = _per_shape(vr, np.full_like(vr, col_w), lambda r, w: vector_cycles("TDIVS", "fp32", r, w))
-    epilogue = np.maximum(t2 * per_out + row_tiles * recip, _xfer(ctx, "ub_to_gm", t2, t2 * vr * c2 * b))
+    epilogue = np.maximum(t2 * per_out + row_tiles * recip, _xfer(ctx, "ub_to_gm", t2, t2 * vr * c2 * b, params))
     return {"C1": c1, "V1": v1, "C2": c2_cycles, "V2": v2, "epilogue": epilogue}
 
 
@@ -338,7 +330,7 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     would help), else the slowest stage of the unit that bounds the interval (AIC: C1 or C2, AIV: V1
     or V2), and the slowest compute stage when the pipeline depth does.
     """
-    st = stage_cycles(ctx, c)
+    st = stage_cycles(ctx, c, params)
     load = core_loads(ctx, c) if load is None else load
     units = np.minimum(np.maximum(load["units"], 1), np.maximum(load["tasks"], 1))  # units with work
     running = np.minimum(c["s"], units)  # streams that hold a unit
@@ -355,8 +347,10 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     dispatch = params.task_overhead_cycles * load["body_count"] + params.step_dispatch_cycles * load["task_count"]
     stages["sched"] = dispatch / np.maximum(tasks, 1)  # its share per task on the busiest core (reported)
     fill = stages["C1"] + stages["V1"] + stages["C2"] + stages["V2"]
-    bounds = np.stack([stages["C1"] + stages["C2"], stages["V1"] + stages["V2"], fill / params.pipeline_depth],
-                      axis=1)
+    on_aic = v1_on_aic(c)  # V1 runs on the cube core: it adds to the AIC's turn, not the AIVs'
+    v1_aic = np.where(on_aic, stages["V1"], 0.0)
+    bounds = np.stack([stages["C1"] + stages["C2"] + v1_aic, stages["V1"] - v1_aic + stages["V2"],
+                       fill / params.pipeline_depth], axis=1)
     interval = bounds.max(axis=1)
     pipelined = fill + np.maximum(tasks - 1, 0) * interval + epilogues
     serial = units * fill + np.maximum(tasks - units, 0) * interval + epilogues
