@@ -67,6 +67,8 @@ def main() -> int:
     parser.add_argument("--million", action="store_true", help="add the 1M-token SPEC (its scaffold is skipped)")
     args = parser.parse_args()
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
+    # PYTHONDONTWRITEBYTECODE set: each run compiles the modules it imports from source again
+    print(f"bytecode cache: {'off (PYTHONDONTWRITEBYTECODE set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'on'}")
     print(f"{'spec':<24} {'new_s':>6} {'cpu_s':>6} {'rss_MiB':>7} {'again_s':>7} {'identical':>9} {'scaffold_s':>10}  self-check")
     worst = 0
     with tempfile.TemporaryDirectory() as tmp:
