@@ -22,8 +22,10 @@ a ranking figure, not a time). Per task ``fill = C1 + V1 + C2 + V2`` (the latenc
 task through the chain) and ``interval = max(C1 + C2, V1 + V2, fill / D)``: the AIC runs
 C1 and C2 of different tasks in turn, the AIVs V1 and V2, and at most ``D = pipeline_depth``
 (FAI ``KERNEL_TASK_NUM``) tasks are in flight so the latency of one task is spread over at
-most that many. The dispatch of the loop bodies of all cores (``task_overhead_cycles`` a body,
-:class:`CostParams`) adds to that compute time (PyPTO SIM times grow linearly with the bodies
+most that many. When PyPTO places V1 on the AIC (:func:`v1_on_aic`: vector tile wider than
+the QK tile's n) V1 joins the AIC's term, ``max(C1 + C2 + V1, V2, fill / D)``, and runs the whole
+q_tile's rows on one core. GM copies cost ``CostParams``' measured SIM figures when calibrated.
+The dispatch of the loop bodies of all cores (``task_overhead_cycles`` a body, :class:`CostParams`) adds to that compute time (PyPTO SIM times grow linearly with the bodies
 of all cores, :func:`score`); ``sched`` is its share per task of the busiest core.
 
 What overlaps with what (FAI steady state, domain.md §7; the cost-model article; AT-23):
