@@ -5,7 +5,10 @@ per core and pipe, every tile op with its start and end cycle, e.g. ``COPY_IN ..
 TO ... UB_[0,0][16,128] 8192B``. This script collects the distinct (bytes, cycles) points of the copies
 from GM (``DDR``) into L1 / UB (loads) and from UB / L0C to GM (stores), the bytes being the on-chip
 side's tile, and fits ``cycles = head + bytes / bytes_per_cycle`` per side with the Theil-Sen estimator
-(median of pairwise slopes, then median intercept), which a stray point does not drag.
+(median of pairwise slopes, then median intercept), which a stray point does not drag. It also reads the
+pairwise merges of partial row statistics (``PAIRMAX`` / ``PAIRSUM``, e.g. ``PAIRMAX ... UB_[0,0][16,128]
+8192B,... TO ... UB_[0,0][16,128] 8192B``: two fp32 tiles into one) and gives their cycles per output
+element, the median over the distinct points (``pair_merge_cycles_per_element``).
 
     python scripts/measure_sim_transfers.py OUTPUT_DIR [OUTPUT_DIR ...] [--json]
 
@@ -26,6 +29,8 @@ from pathlib import Path
 
 TRACE = "_simulate.pipe.swim.json"
 _COPY = re.compile(r"^\d+ (COPY_IN|COPY_OUT) \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B TO \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B")
+_PAIR = re.compile(r"^\d+ (PAIRMAX|PAIRSUM) .* TO \d+ \w+?_\[[^]]*\]\[[^]]*\]\S* (\d+)B")
+FP32_BYTES = 4
 SIDES = {("DDR", "L1"): "load", ("DDR", "UB"): "load", ("UB", "DDR"): "store", ("L0C", "DDR"): "store"}
 
 
@@ -41,6 +46,17 @@ def copy_points(trace: Path) -> dict[str, set[tuple[int, int]]]:
                     nbytes = int(m.group(5) if side == "load" else m.group(3))
                     points[side].add((nbytes, op["execEnd"] - op["execStart"]))
     return points
+
+
+def pair_points(trace: Path) -> set[tuple[int, int]]:
+    """Distinct (output fp32 elements, cycles) of the PAIRMAX / PAIRSUM ops of one pipe trace."""
+    found: set[tuple[int, int]] = set()
+    for core in json.loads(trace.read_text(encoding="utf-8")):
+        for op in core.get("pipeLogs", {}).get("VECTOR_ALU", []):
+            m = _PAIR.match(op["tileOp"])
+            if m:
+                found.add((int(m.group(2)) // FP32_BYTES, op["execEnd"] - op["execStart"]))
+    return found
 
 
 def theil_sen(points: set[tuple[int, int]]) -> tuple[float, float] | None:
@@ -76,9 +92,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         fields[f"{side}_head_cycles"], fields[f"{side}_bytes_per_cycle"] = fit
         print(f"{side}: head {fit[0]} cycles, {fit[1]} bytes/cycle", file=sys.stderr)
+    pairs = set().union(*(pair_points(t) for t in traces))
+    if pairs:
+        fields["pair_merge_cycles_per_element"] = round(statistics.median(c / e for e, c in pairs), 4)
+        print(f"pair merges: {len(pairs)} distinct (elements, cycles) points {sorted(pairs)}: "
+              f"{fields['pair_merge_cycles_per_element']} cycles per element", file=sys.stderr)
     if args.json:
         print(json.dumps({"params": fields, "traces": len(traces),
-                          "points": {k: sorted(v) for k, v in points.items()}}, indent=1))
+                          "points": {k: sorted(v) for k, v in points.items()}, "pair_points": sorted(pairs)},
+                         indent=1))
     return 0
 
 

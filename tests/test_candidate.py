@@ -156,11 +156,11 @@ def test_a_knob_value_no_legal_row_has_is_named_not_blamed_on_a_rejected_row(tmp
 
 
 def test_a_form_breaking_rank_points_to_within_form_numbering(tmp_path):
-    """dense_fa_8192's rank 1 breaks SK-01-P1 (q_tile != seq_q / 2): refused by name; --within-form counts
+    """dense_fa_8192's rank 1 breaks SK-01-P1 (q_tile != seq_q / 2) and SK-01-P2 (16 KV tiles): refused by name; --within-form counts
     as `rank --within-form` does and writes that list's rank 1."""
     spec = EXAMPLES / "dense_fa_8192.yaml"
     full = _rank_rows(spec, top=1)["rows"][0]
-    assert full["form_rules"] == ["SK-01-P1"]
+    assert full["form_rules"] == ["SK-01-P1", "SK-01-P2"]
     res = run_cli("new", "--spec", str(spec), "--candidate", "1", "--out", str(tmp_path / "x"))
     assert res.returncode == 2 and not (tmp_path / "x").exists()
     assert "rank 1 breaks the performance form (SK-01-P1" in res.stderr and "--within-form" in res.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES, REPO, run_cli
 from opdesign.costmodel.calibration import load_params
-from opdesign.costmodel import plan_fields, rank_candidates, with_cube_tiles
+from opdesign.costmodel import CostParams, plan_fields, rank_candidates, with_cube_tiles
 from opdesign.costmodel.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
 from opdesign.costmodel.stages import core_loads, useful_streams
 from opdesign.render.design import render_all
@@ -78,23 +78,22 @@ def test_streams_take_every_count_on_legal_rows() -> None:
 
 def test_a_stream_row_ranks_above_every_single_stream_row() -> None:
     ranking = rank_candidates(ARTICLE, estimate(ARTICLE), top=12)
-    # q_tile 128 with kv_tile 8192: one KV step per unit, 13 units per core; one stream pays every fill
-    assert [r.streams for r in ranking.rows] == [2] * 4 + [4] * 4 + [8] * 4
-    assert ranking.rows[0].form_rules == ["SK-01-P1"] and ranking.rows[0].bottleneck == "V1"
+    # kv_tile 8192: one KV step per unit; a LOOP_h body of S chains dispatches S units at once
+    assert all(r.streams > 1 for r in ranking.rows) and ranking.rows[0].streams == 8
+    assert ranking.rows[0].form_rules == ["SK-01-P1"] and ranking.rows[0].bottleneck == "C1"
 
 
-def test_overlap_pays_once_the_tiles_are_large(article_form) -> None:
-    """Within the form (q_tile 4096, 4 units on the busiest core; SK-01-P2 keeps kv_tile >= 1024, at most
-    8 KV tiles): the larger the KV tile, the fewer steps per unit and the more a second stream saves; the
-    plan's one-stream row is fill-bound."""
-    gains = {}
+def test_streams_save_loop_bodies(article_form) -> None:
+    """Within the form (q_tile 4096: 2 q blocks x 32 heads = 64 units, each one static-range body): a LOOP_h
+    body of S chains (templates/sk01/kernel_chains.j2) dispatches S units, so S streams dispatch 64 / S
+    bodies; with the switch cost set to 0 that is all they change."""
+    ranking = rank_candidates(ARTICLE, estimate(ARTICLE), within_form=True,
+                              params=CostParams(stream_switch_cycles=0))
     for kv in (1024, 2048):
-        by = _score_by_streams(article_form, kv)
-        assert set(by) == {1, 2, 4} and by[1][1] == "fill" and by[2][1] == "V1"
-        assert by[2][0] < by[4][0] < by[1][0]   # two streams reach the pipelined bound; four only add switches
-        gains[kv] = round(100 * (by[1][0] - by[2][0]) / by[1][0], 2)
-    assert gains == {1024: 7.15, 2048: 13.82}  # the dispatch (same for every S) dilutes them
-    assert article_form.chosen.score_cycles == _score_by_streams(article_form, 1024)[1][0] == 40052131
+        by = _score_by_streams(ranking, kv)
+        assert set(by) == {1, 2, 4} and {b for _, b in by.values()} == {"V1"}
+        assert by[1][0] - by[2][0] == 1850 * 64 // 2 and by[2][0] - by[4][0] == 1850 * 64 // 4
+    assert article_form.chosen.score_cycles == _score_by_streams(article_form, 1024)[1][0] == 32866330
 
 
 def test_head_groups_hide_fills_like_streams(article_form) -> None:
@@ -108,11 +107,14 @@ def test_head_groups_hide_fills_like_streams(article_form) -> None:
     assert by_g[(4, 1)] <= by_g[(1, 2)]
 
 
-def test_eight_streams_regress_against_four() -> None:
-    ranking = rank_candidates(ARTICLE, estimate(ARTICLE), top=12)
-    four = [r for r in ranking.rows if r.streams == 4]
-    eight = [r for r in ranking.rows if r.streams == 8]
-    assert four and eight and eight[0].score_cycles > four[0].score_cycles
+def test_stream_switches_cost_every_stage(article_form) -> None:
+    """Each stream beyond the first adds stream_switch_cycles (54) to every stage of every task."""
+    ch = article_form.chosen
+    rows = {r.streams: r for r in article_form.rows
+            if (r.kv_tile, r.qk_tile, r.pv_tile, r.vec_tile, r.head_group, r.unroll_factor)
+            == (ch.kv_tile, ch.qk_tile, ch.pv_tile, ch.vec_tile, 1, 1)}
+    for k in ("C1", "V1", "C2", "V2"):
+        assert rows[2].stages[k] - rows[1].stages[k] == 54 and rows[4].stages[k] - rows[1].stages[k] == 3 * 54
 
 
 @pytest.mark.parametrize("mask,window", [("none", None), ("causal", None), ("sliding_window", 512)])

@@ -142,8 +142,8 @@ def test_a_plan_far_down_the_ranking_says_why_it_starts_there(tmp_path):
 
     new_design(EXAMPLES / "causal_gqa_tail.yaml", tmp_path / "op", lang="en")
     design = (tmp_path / "op" / "DESIGN.md").read_text(encoding="utf-8")
-    assert "Cost-model rank of these tiles: 7561 of 15384" in design  # ranked with the committed calibration
-    assert "Why the design starts at rank 7561, not rank 1: the safe baseline is SK-01's first-run form" in design
+    assert "Cost-model rank of these tiles: 6678 of 14474" in design  # ranked with the committed calibration
+    assert "Why the design starts at rank 6678, not rank 1: the safe baseline is SK-01's first-run form" in design
     assert "so rank 1 (q_tile: 64 -> 256; kv_tile: 128 -> 512;" in design
-    assert "score gain 77.0 %) is the first tuning step" in design
-    assert "pv_tile: [64, 128] -> [64, 512]" in design and "streams: 1 -> 2" in design
+    assert "score gain 81.5 %) is the first tuning step" in design
+    assert "pv_tile: [64, 128] -> [64, 512]" in design and "streams: 1 -> 4" in design

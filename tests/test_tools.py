@@ -416,12 +416,12 @@ def test_rank_candidates_matches_the_cli_library_call(root):
     assert ranking == direct.model_dump(mode="json")
     assert len(ranking["rows"]) == 10 and ranking["rejected"] == []
     assert [r["rank"] for r in ranking["rows"]] == list(range(1, 11))
-    assert ranking["chosen_rank"] == 958 and ranking["chosen"]["q_tile"] == 4096
-    assert ranking["rows"][0]["form_rules"] == ["SK-01-P1"] and ranking["chosen"]["form_rules"] == []
+    assert ranking["chosen_rank"] == 10757 and ranking["chosen"]["q_tile"] == 4096
+    assert ranking["rows"][0]["form_rules"] == ["SK-01-P1", "SK-01-P2"] and ranking["chosen"]["form_rules"] == []
     in_form = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml", "top": 3, "within_form": True}, root)
     assert in_form == rank_candidates(load_spec(spec_file), plan_from_spec_file(spec_file), top=3,
                                       within_form=True, params=load_params()).model_dump(mode="json")
-    assert in_form["chosen_rank"] == 3 and all(r["q_tile"] == 4096 and r["kv_tile"] >= 1024 for r in in_form["rows"])
+    assert in_form["chosen_rank"] == 7 and all(r["q_tile"] == 4096 and r["kv_tile"] >= 1024 for r in in_form["rows"])
     with_rejected = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml", "top": 2,
                                               "include_rejected": True}, root)
     assert len(with_rejected["rows"]) == 2 and len(with_rejected["rejected"]) == 2

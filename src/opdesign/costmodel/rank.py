@@ -82,10 +82,11 @@ class CandidateRow(Candidate):
     """A legal candidate with its score; ``score_cycles`` ranks, it is not a run time."""
 
     rank: int
-    score_cycles: int = Field(description="cycles of the busiest cube core (ranking figure)")
+    score_cycles: int = Field(description="ranking figure in cycles: the tasks of all cores over the AIC pool or "
+                                          "the longest online-softmax chain, whichever is longer, plus the dispatch")
     stages: dict[str, int] = Field(description="cycles per task: C1, V1, C2, V2 and the dispatch share sched")
     bottleneck: str = Field(description="what bounds the score: the stage that bounds the steady state (C1, V1, "
-                                        "C2, V2 or sched) or fill (unit fills and epilogues the streams do not hide)")
+                                        "C2, V2 or sched) or fill (the latency of one online-softmax chain)")
     task_count: int
     tasks_per_core: int = Field(description="KV steps on the busiest core after the FAI greedy split")
     cores_busy: int
@@ -248,7 +249,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
             flagging them: the space of a design that keeps its form (``opdesign new``'s tuning).
     """
     params = params or CostParams()
-    ctx = context(spec, plan)
+    ctx = context(spec, plan, params.cube_cores)
     if include_rejected:
         c = enumerate_candidates(ctx)
         load = core_loads(ctx, c)

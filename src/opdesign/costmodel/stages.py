@@ -17,45 +17,38 @@ and ``beta * O_ij`` -> TROWEXPAND + TMUL; add and max -> TSUB (same binary
 element-wise cost, the table has no TADD / TMAX); ``1 / l`` -> TDIVS. Column
 statistics ``[M, 1]`` are costed as ``[M, 8]`` tiles (a row padded to 32 B, C-TILE-02).
 
-Score of a candidate (``score_cycles``, cycles of the busiest cube core plus the dispatch,
-a ranking figure, not a time). Per task ``fill = C1 + V1 + C2 + V2`` (the latency of one
-task through the chain) and ``interval = max(C1 + C2, V1 + V2, fill / D)``: the AIC runs
-C1 and C2 of different tasks in turn, the AIVs V1 and V2, and at most ``D = pipeline_depth``
-(FAI ``KERNEL_TASK_NUM``) tasks are in flight so the latency of one task is spread over at
-most that many. When PyPTO places V1 on the AIC (:func:`v1_on_aic`: vector tile wider than
-the QK tile's n) V1 joins the AIC's term, ``max(C1 + C2 + V1, V2, fill / D)``, and runs the whole
-q_tile's rows on one core. GM copies cost ``CostParams``' measured SIM figures when calibrated.
-The dispatch of the loop bodies of all cores (``task_overhead_cycles`` a body, :class:`CostParams`) adds to that compute time (PyPTO SIM times grow linearly with the bodies
-of all cores, :func:`score`); ``sched`` is its share per task of the busiest core.
+Score of a candidate (``score_cycles``, a ranking figure in cycles, not a time). PyPTO SIM runs the
+tasks of every unit on a pool of cores, not a unit on a fixed core: its trace (``_simulate.swim.json``)
+shows one unit's tasks on different AICs and V1 tasks on any of the 48 AIVs. So the compute is the
+longer of two bounds, plus ``roots x epilogue`` of the busiest core:
 
-What overlaps with what (FAI steady state, domain.md §7; the cost-model article; AT-23):
+* the pools: all tasks' AIC work ``C1 + C2`` (``+ V1`` when :func:`v1_on_aic`: vector tile wider than the
+  QK tile's n, V1 then runs the whole q tile's rows on the cube core) and AIV work ``V1 + V2`` over the
+  ``cube_cores`` AIC (each with its ``aiv_per_aic`` AIVs; ``CostParams.cube_cores``: SIM's 24 on a2/a3);
+* one chain: the KV steps of one head's online softmax follow each other, ``fill + (steps - 1) x
+  interval`` with ``fill = C1 + V1 + C2 + V2`` and ``interval = max(AIC work, AIV work, fill / D)``
+  (``D = pipeline_depth``, FAI ``KERNEL_TASK_NUM``, tasks in flight), for the longest chain
+  (the most valid KV blocks of a q block). Bottleneck ``fill``: that chain bounds it.
 
-* within one unit (one q block of ``head_group`` heads, its KV loop): C1 / C2 of task
-  t + 1 run on the AIC while V1 / V2 of task t run on the AIVs, up to ``D`` tasks deep;
-  the G chains of an AT-23 head group are tasks of the same unit, so they share one fill;
-* between units: a stream runs its units in program order, and a unit's first task waits
-  for nothing of the previous one but its KV loop starts empty (the online-softmax state
-  is per unit), so each unit pays ``fill - interval`` once and its epilogue on the AIV:
-  ``serial = units x fill + (tasks - units) x interval + roots x epilogue``;
-* ``streams`` S run S units at once on the same AIC and AIVs: one unit's fill, drain and
-  epilogue overlap another's steady state, so ``serial`` shrinks by
-  ``S_eff = min(S, units, D)`` (a stream without a unit adds nothing; the ring holds at
-  most ``D`` tasks, so at most ``D`` units progress at once), but never below the fully
-  pipelined core, ``pipelined = fill + (tasks - 1) x interval + roots x epilogue``
-  (every unit boundary hidden: the pipes are shared). Score =
-  ``max(pipelined, serial / S_eff)``. Each stream beyond the first costs
-  ``stream_switch_cycles`` per task in every stage, so streams past ``D`` only lose (the
-  article's eight streams regressed) and overlap pays only when a unit has few KV steps
-  (large tiles: the article's four grouped streams gained once tiles were large).
+V1 includes the merges of partial row statistics when a KV tile spans several vector tiles of a row:
+``2 x row tiles x (cdiv(kv_tile, vec cols) - 1)`` pairwise merges (SIM's PAIRMAX / PAIRSUM, 0.311
+cycles an fp32 element, which dominate V1 for wide KV tiles). GM copies cost ``CostParams``' measured
+SIM figures when calibrated. The dispatch of the loop bodies and KV steps of all cores
+(``task_overhead_cycles`` a body, ``step_dispatch_cycles`` a step) adds to the compute (PyPTO SIM times
+grow linearly with the bodies of all cores, :func:`score`); ``sched`` is its share per task of the
+busiest core. A LOOP_h body of the streams kernel holds ``S`` heads' chains interleaved
+(templates/sk01/kernel_chains.j2, AT-23), so ``S`` streams dispatch ``S`` times fewer bodies; each stream
+beyond the first costs ``stream_switch_cycles`` per task in every stage. An AT-23 head group of ``G``
+heads is one unit of ``G`` chains: fewer bodies, the same chain length. Measured (SIM, streams_h32_s256,
+q_tile 128, kv_tile 256): two streams 69.86 us against 79.77 us for one.
 
 Not modelled (each would move all candidates of a kind together, or needs a
 measurement we do not have): L1 operand reuse (``cube_l1_reuse_setting``), GM
-bandwidth contention between cores, mask arithmetic on diagonal causal blocks,
-merging partial row maxima / sums across column tiles, a5's direct UB -> L1 path
+bandwidth contention between cores, mask arithmetic on diagonal causal blocks, a5's direct UB -> L1 path
 for P (FAI on Ascend 950; every profile goes through GM here), compile time and
-graph size beyond the C-TILE-04 per-op limit, and the UB / L1 of extra chains and
-streams (AT-23-R2 gives each chain its own accumulators; streams here share the
-``pipeline_depth`` task ring, so neither is charged to the budgets).
+graph size beyond the C-TILE-04 per-op limit, PyPTO's splitting of one V1 task over the
+AIVs (SIM ran a 64-row V1 of a 2048-wide KV tile as one AIV task), and the UB / L1 of extra
+chains and streams (AT-23-R2 gives each chain its own accumulators; neither is charged to the budgets).
 """
 
 from __future__ import annotations
@@ -79,7 +72,7 @@ from opdesign.plan.tiles import vec_cols_v2
 from opdesign.spec import DTYPE_BYTES
 
 STAGES = ("C1", "V1", "C2", "V2", "sched")
-#: what bounds a candidate's score: a stage, or ``fill`` (unit fills / drains a stream cannot hide)
+#: what bounds a candidate's score: a stage, or ``fill`` (the latency of one online-softmax chain)
 BOTTLENECKS = (*STAGES, "fill")
 #: PTO instructions per vector tile (AT-01 steps, mapping in the module docstring)
 V1_INSTRS = ("TMULS", "TROWMAX", "TROWEXPAND", "TSUB", "TEXP", "TROWSUM")  # + TCVT of P
@@ -157,7 +150,13 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray], params: CostParams | No
     t1 = row_tiles * cdiv(kv, vc)
     softmax = V1_INSTRS + (FP8_V1_INSTRS if fp8 else ())
     per_t1 = _per_shape(vr, vc, lambda r, w: _sum(softmax, r, w) + cvt_cycles("fp32", r, w))
-    v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc, params), t1 * per_t1,
+    # a row's max and sum over a KV tile wider than the vector tile: one pairwise merge of the partial
+    # statistics per extra column tile, for each of the two (PyPTO's PAIRMAX / PAIRSUM in SIM)
+    merges = 2 * row_tiles * (cdiv(kv, vc) - 1)
+    rate = params.pair_merge_cycles_per_element
+    per_merge = (vr * vc * rate if rate is not None
+                 else _per_shape(vr, vc, lambda r, w: vector_cycles("TSUB", "fp32", r, w)))
+    v1 = np.maximum.reduce([_xfer(ctx, "gm_to_ub", t1, t1 * vr * vc * acc, params), t1 * per_t1 + merges * per_merge,
                             _xfer(ctx, "ub_to_gm", t1, t1 * vr * vc * pb, params)])
     row_tiles = cdiv(cdiv(q, dev.aiv_per_aic), vr)  # V2 and the epilogue stay on the AIVs
     t2 = row_tiles * cdiv(d, c2)
@@ -243,7 +242,8 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     the busiest core), ``units`` and ``roots`` (q blocks x heads) there, ``bodies``
     (dispatched loop bodies there: ``k // unroll_factor + k % unroll_factor`` per unit of ``k``
     KV steps, one per unit for a static range), ``cores_busy``, ``task_count`` and
-    ``body_count`` (all cores).
+    ``body_count`` (all cores), and ``chain_steps`` (KV steps of the longest online-softmax chain: the
+    most valid KV blocks of a q block).
 
     Bodies per unit: ``pypto.loop_unroll`` (PyPTO 0.2.0, ``_controller.py``) sorts the unroll
     list, appends factor 1 and runs one ``pypto.loop`` per factor over what the larger ones left,
@@ -257,12 +257,12 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     (:func:`_split_ends`, ``O(cores log q blocks)``), never one step per unit.
     """
     s = ctx.spec.shape
-    cores = ctx.device.aic_cores
+    cores = ctx.cube_cores
     first, inv = group_rows(c["q"], c["kv"], c["g"], c["u"])
     by_pair: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for i, (q, kv, g, u) in enumerate(zip(*(c[k][first].tolist() for k in ("q", "kv", "g", "u")))):
         by_pair.setdefault((q, kv), []).append((i, g, u))
-    table = np.zeros((len(first), 7))
+    table = np.zeros((len(first), 8))
     for (q, kv), rows in by_pair.items():
         ks = valid_blocks(ctx, q, kv)
         k0, n = int(ks[0]), len(ks)
@@ -298,16 +298,17 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             units = end - start
             if uniform:  # the same bodies per unit: 1 if a block (static), else k0 // u + k0 % u per unit
                 per_unit = min(k0, 1) if static else k0 // u + k0 % u
-                table[i] = (tasks, units, units * g, units * per_unit, busy_cores, total, repeats * n * per_unit)
+                table[i] = (tasks, units, units * g, units * per_unit, busy_cores, total, repeats * n * per_unit, k0)
                 continue
             per_body = 0 if static else u  # static: one body per unit that has a block
             if per_body not in body_prefix:
                 body_prefix[per_body] = (np.cumsum(ks > 0) if static else prefix if u == 1
                                          else np.cumsum(ks // u + ks % u))
             bodies = _prefix_before(end, body_prefix[per_body]) - _prefix_before(start, body_prefix[per_body])
-            table[i] = (tasks, units, units * g, bodies, busy_cores, total, repeats * int(body_prefix[per_body][-1]))
+            table[i] = (tasks, units, units * g, bodies, busy_cores, total, repeats * int(body_prefix[per_body][-1]),
+                        int(ks.max()))
     out = table[inv]
-    names = ("tasks", "units", "roots", "bodies", "cores_busy", "task_count", "body_count")
+    names = ("tasks", "units", "roots", "bodies", "cores_busy", "task_count", "body_count", "chain_steps")
     return {name: out[:, j] for j, name in enumerate(names)}
 
 
@@ -323,20 +324,19 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
           load: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Stage cycles per task, ``score_cycles`` and the bottleneck index per candidate (module docstring).
 
-    ``dispatch = task_overhead_cycles x body_count + step_dispatch_cycles x task_count`` (the loop
-    bodies and KV steps of all cores through one scheduler, which streams share) adds to the compute ``max(pipelined, serial / S_eff)``
-    and ``sched`` reports its share per task of the busiest core; each configured stream beyond the
-    first that has a unit adds ``stream_switch_cycles`` to every compute stage. Bottleneck (index into
-    :data:`BOTTLENECKS`): ``sched`` when the dispatch exceeds the compute, ``fill`` when the exposed
-    unit fills bound the compute (``serial / S_eff`` above ``pipelined``: more streams or a head group
-    would help), else the slowest stage of the unit that bounds the interval (AIC: C1 or C2, AIV: V1
-    or V2), and the slowest compute stage when the pipeline depth does.
+    ``compute = max(aic_pool, aiv_pool, chain) + roots x epilogue``: the tasks of all cores over the
+    ``ctx.cube_cores`` AIC (and their AIVs), or the latency of the longest online-softmax chain,
+    whichever is longer. ``dispatch = task_overhead_cycles x body_count / chains + step_dispatch_cycles x
+    task_count`` adds to it (one scheduler for all cores; a LOOP_h body holds ``min(streams, heads /
+    head_group)`` chains' units). Each configured stream beyond the first that has a unit adds
+    ``stream_switch_cycles`` to every compute stage. Bottleneck (index into :data:`BOTTLENECKS`): ``sched``
+    when the dispatch exceeds the compute, ``fill`` when one chain's latency bounds it (more cores would not
+    help), else the slower stage of the busier pool (AIC: C1 or C2, AIV: V1 or V2).
     """
     st = stage_cycles(ctx, c, params)
     load = core_loads(ctx, c) if load is None else load
     units = np.minimum(np.maximum(load["units"], 1), np.maximum(load["tasks"], 1))  # units with work
     running = np.minimum(c["s"], units)  # streams that hold a unit
-    overlap = np.minimum(running, params.pipeline_depth)  # S_eff
     switch = params.stream_switch_cycles * (running - 1)
     stages = {k: st[k] + switch for k in ("C1", "V1", "C2", "V2")}
     tasks, epilogues = load["tasks"], load["roots"] * st["epilogue"]
@@ -344,25 +344,25 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     # measured (PyPTO 0.2.0 SIM) on the fidelity BSND SPEC, 103.1 / 82.4 / 73.3 us for 60 / 36 / 24
     # bodies in all (unroll 1 / 2 / 4) is 53 us + 0.83 us a body, and on the dense s2048 SPEC
     # 245.1 / 165.0 us for 128 / 64 bodies (unroll 1 / 2) 1.25 us a body: linear in the bodies of
-    # all cores (per busiest core it would be 10 and 20 us a body), so not a per-core share; streams
-    # share that scheduler, so they do not divide it
-    dispatch = params.task_overhead_cycles * load["body_count"] + params.step_dispatch_cycles * load["task_count"]
+    # all cores (per busiest core it would be 10 and 20 us a body), so not a per-core share. A LOOP_h
+    # body of the streams kernel holds S chains (templates/sk01/kernel_chains.j2): S times fewer bodies
+    chains = np.minimum(c["s"], np.maximum(ctx.spec.shape.num_heads // c["g"], 1))
+    dispatch = (params.task_overhead_cycles * load["body_count"] / chains
+                + params.step_dispatch_cycles * load["task_count"])
     stages["sched"] = dispatch / np.maximum(tasks, 1)  # its share per task on the busiest core (reported)
     fill = stages["C1"] + stages["V1"] + stages["C2"] + stages["V2"]
     on_aic = v1_on_aic(c)  # V1 runs on the cube core: it adds to the AIC's turn, not the AIVs'
     v1_aic = np.where(on_aic, stages["V1"], 0.0)
-    bounds = np.stack([stages["C1"] + stages["C2"] + v1_aic, stages["V1"] - v1_aic + stages["V2"],
-                       fill / params.pipeline_depth], axis=1)
-    interval = bounds.max(axis=1)
-    pipelined = fill + np.maximum(tasks - 1, 0) * interval + epilogues
-    serial = units * fill + np.maximum(tasks - units, 0) * interval + epilogues
-    compute = np.maximum(pipelined, serial / overlap)
+    aic, aiv = stages["C1"] + stages["C2"] + v1_aic, stages["V1"] - v1_aic + stages["V2"]
+    interval = np.maximum.reduce([aic, aiv, fill / params.pipeline_depth])
+    chain = fill + np.maximum(load["chain_steps"] - 1, 0) * interval
+    pools = np.stack([load["task_count"] * aic, load["task_count"] * aiv], axis=1) / ctx.cube_cores
+    compute = np.maximum(pools.max(axis=1), chain) + epilogues
     total = compute + dispatch
     per_stage = np.stack([stages[k] for k in STAGES], axis=1)
-    which = bounds.argmax(axis=1)
     bottleneck = np.select(
-        [dispatch > compute, serial / overlap > pipelined, which == 0, which == 1],
-        [np.full(len(which), BOTTLENECKS.index("sched")), np.full(len(which), BOTTLENECKS.index("fill")),
-         np.where(stages["C1"] >= stages["C2"], 0, 2), np.where(stages["V1"] >= stages["V2"], 1, 3)],
-        per_stage[:, :4].argmax(axis=1))
+        [dispatch > compute, chain >= pools.max(axis=1), pools[:, 0] >= pools[:, 1]],
+        [np.full(len(chain), BOTTLENECKS.index("sched")), np.full(len(chain), BOTTLENECKS.index("fill")),
+         np.where(stages["C1"] >= stages["C2"], 0, 2)],
+        np.where(stages["V1"] >= stages["V2"], 1, 3))
     return {"stages": per_stage, "score": np.rint(total), "bottleneck": bottleneck, "epilogue": st["epilogue"], **load}

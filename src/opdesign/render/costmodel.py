@@ -36,8 +36,8 @@ def render_ranking_text(ranking: Ranking, show_rejected: bool = False, trailer: 
         out += ["   ...", _line(ranking.chosen)]
     if trailer:
         out.append("stages: cycles per task (one KV step); qk = QK tile m x n (C1 m, n), pv = PV tile m x n (C2 m, k: "
-                   "Q rows x KV columns of P), G = AT-23 head group, S = streams; bottleneck fill = unit fills the "
-                   "streams do not hide")
+                   "Q rows x KV columns of P), G = AT-23 head group, S = streams; bottleneck fill = the latency of one "
+                   "online-softmax chain (its KV steps in turn)")
         if ranking.form_breaking:
             out.append(f"form: {ranking.form_breaking} legal candidates break a rule of the {ranking.form} form "
                        f"(SK-01-P1: its fixed q_tile); ranked and flagged, the plan keeps the form")
