@@ -1,5 +1,5 @@
 """The plan models the validator builds too: phrases, cube/vector tiles, budgets, the expansion
-estimate, form checks and check rows (:mod:`opdesign.plan.models` re-exports them with the Plan).
+estimate (:mod:`opdesign.plan.models` re-exports them with the Plan).
 
 This module imports neither the SPEC nor the tile pins, so that ``opdesign validate`` (which
 re-derives budgets and expansions from a DESIGN.md block) loads no planner-only model.
@@ -45,16 +45,6 @@ def text(key: str, **args: Any) -> Phrase:
 
 #: A prose field: a phrase (or a plain string, e.g. a card's own text); serialised as a string.
 Text = Annotated[str | Phrase, WithJsonSchema({"type": "string"}, mode="serialization")]
-
-
-class FormCheck(_Model):
-    """One SK-01 performance-form condition, evaluated on the SPEC."""
-
-    id: str = Field(description="e.g. SK-01-PERF-1")
-    condition: Text = Field(description="what must hold")
-    observed: Text = Field(description="what the SPEC gives, with the figures")
-    passed: bool = Field(description="the condition holds")
-    source: str = Field(description="card and condition the check comes from")
 
 
 class CubeTile(_Model):
@@ -134,15 +124,3 @@ class Expansion(_Model):
     limit: int = Field(description="C-TILE-04 expansion_limit, on the whole traced body")
     within_limit: bool = Field(description="body_total <= limit (one definition for every skeleton)")
     body_ratio: float = Field(description="body_total / limit, rounded to 0.1 (unitless)")
-
-
-class CheckRow(_Model):
-    """Verdict of one design-check row of DESIGN.md, computed by :mod:`opdesign.plan.checks`."""
-
-    rule: str = Field(description="the validator rule that computes the same verdict, e.g. C-TILE-04")
-    result: Literal["pass", "fail", "warn"] = Field(description="warn: a should-level rule is broken")
-    problems: list[str] = Field(default_factory=list, description="what is broken (empty on pass)")
-
-    @property
-    def passed(self) -> bool:
-        return self.result == "pass"

@@ -11,11 +11,9 @@ from pydantic import Field
 from opdesign.plan.core import (  # noqa: F401  (re-exported: every model of a plan is importable from here)
     Budget,
     BudgetItem,
-    CheckRow,
     CubeTile,
     Expansion,
     ExpansionOp,
-    FormCheck,
     Phrase,
     Stage,
     Text,
@@ -32,6 +30,16 @@ class Choice(_Model):
     id: str = Field(description="card id, e.g. SK-01 or AT-17")
     title: str = Field(description="the card's title")
     reason: Text = Field(description="why the design uses it")
+
+
+class FormCheck(_Model):
+    """One SK-01 performance-form condition, evaluated on the SPEC."""
+
+    id: str = Field(description="e.g. SK-01-PERF-1")
+    condition: Text = Field(description="what must hold")
+    observed: Text = Field(description="what the SPEC gives, with the figures")
+    passed: bool = Field(description="the condition holds")
+    source: str = Field(description="card and condition the check comes from")
 
 
 class Unroll(_Model):
@@ -137,6 +145,18 @@ class Balance(_Model):
             else:
                 groups.append((c.core, c.core, c.q_blocks, c.weight))
         return groups
+
+
+class CheckRow(_Model):
+    """Verdict of one design-check row of DESIGN.md, computed by :mod:`opdesign.plan.checks`."""
+
+    rule: str = Field(description="the validator rule that computes the same verdict, e.g. C-TILE-04")
+    result: Literal["pass", "fail", "warn"] = Field(description="warn: a should-level rule is broken")
+    problems: list[str] = Field(default_factory=list, description="what is broken (empty on pass)")
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "pass"
 
 
 class Plan(_Model):
