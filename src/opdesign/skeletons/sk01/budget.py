@@ -25,7 +25,6 @@ FP8_V1_OPS = (("mul_v_token_scale", 2), ("amax_p", 1), ("muls_p_scale", 2), ("ca
 FP8_V2_OPS = (("mul_p_inv_scale", 2),)
 
 
-
 def ub_budget(
     device: DeviceProfile,
     *,

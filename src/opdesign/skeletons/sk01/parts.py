@@ -24,6 +24,7 @@ from opdesign.skeletons.sk01.budget import expansion, ub_budget  # expansion liv
 if TYPE_CHECKING:
     from opdesign.spec import Spec
 
+
 def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     """The four SK-01 performance-form conditions, evaluated on the SPEC's typical shape."""
     s = spec.shape
