@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, REPO
 from opdesign.pipeline import new_design
 from opdesign.validate import astnodes, memo, validate_paths
 
 HEAVY = ("numpy", "jinja2", "typer", "click", "opdesign.costmodel", "opdesign.render.design", "opdesign.pipeline",
          "opdesign.cliapp")
+#: Planner-only modules: the validator re-derives budgets and expansions with opdesign.plan.core alone.
+PLANNER_ONLY = ("opdesign.spec", "opdesign.plan.models", "opdesign.plan.pins", "opdesign.skeletons.sk01.plan",
+                "opdesign.skeletons.sk01.parts", "opdesign.skeletons.sk02.plan", "opdesign.skeletons.sk16.plan",
+                "numpy", "jinja2")
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -42,9 +46,9 @@ def design(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _probe(argv: list[str], cache: Path) -> dict:
+def _probe(argv: list[str], cache: Path, modules: tuple[str, ...] = HEAVY) -> dict:
     env = {**os.environ, "OPDESIGN_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", _PROBE % (HEAVY,), json.dumps(argv)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _PROBE % (modules,), json.dumps(argv)], capture_output=True,
                          text=True, check=True, env=env)
     return json.loads(out.stdout)
 
@@ -54,6 +58,29 @@ def test_validate_loads_no_renderer_cost_model_typer_or_numpy(design: Path, tmp_
         result = _probe(argv, tmp_path / "cache")
         assert result["code"] == 0
         assert result["loaded"] == []
+
+
+def test_validate_loads_no_spec_plan_models_or_planner(design: Path, tmp_path: Path) -> None:
+    sparse, backward = tmp_path / "sparse", tmp_path / "backward"
+    new_design(EXAMPLES / "sparse_topk_2048.yaml", sparse)  # SK-02
+    new_design(EXAMPLES / "sk16_backward_lm.yaml", backward)  # SK-16
+    result = _probe(["validate", str(design), str(sparse), str(backward)], tmp_path / "cache", PLANNER_ONLY)
+    assert result["loaded"] == []
+    assert result["code"] == 0
+    assert result["out"].splitlines()[-1] == "checked 6 files: 0 errors, 1 warning, 0 infos"
+    assert "DESIGN.md:56: C-TILE-04 warning: stated expansion 237568 over the whole traced body" in result["out"]
+
+
+def test_validate_rederives_a_budget_without_the_planner(tmp_path: Path) -> None:
+    """A stated UB total the tiles do not give: the skeleton's budget is re-derived (OD-NUM-05), still with
+    no planner module loaded."""
+    bad = REPO / "tests" / "fixtures" / "validate" / "C-TILE-03" / "bad.md"
+    result = _probe(["validate", "--format", "json", str(bad)], tmp_path / "cache", PLANNER_ONLY)
+    assert result["loaded"] == []
+    assert result["code"] == 1
+    found = {(f["rule"], f["line"], f["message"]) for f in json.loads(result["out"])["findings"]}
+    assert ("OD-NUM-05", 50, "UB total 200000 B, the tiles give 182528 B") in found
+    assert ("C-TILE-03", 50, "UB total 200000 B exceeds the capacity 196608 B") in found
 
 
 def test_a_second_process_reads_the_catalog_from_the_cache_with_the_same_findings(design: Path,

@@ -26,9 +26,9 @@ from opdesign.catalog import load_catalog
 from opdesign import yamlsafe
 from opdesign.errors import NotFoundError, SpecError, TooLargeError
 from opdesign.specerrors import error_details, FieldError, format_errors
+from opdesign.dtypes import DTYPE_BYTES  # the one dtype-size table; the planners also read it from here
 
 MAX_SPEC_BYTES = 1_048_576
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}  # the one dtype-size table (C-TILE-02 dtype_bytes)
 # rtol/atol defaults by input dtype: our choice for a float64 golden, stated in
 # the README (bf16 has 8 mantissa bits, fp16 11, fp32 24).
 DEFAULT_TOLERANCE = {"bf16": (2e-2, 2e-2), "fp16": (5e-3, 5e-3), "fp32": (1e-4, 1e-5)}

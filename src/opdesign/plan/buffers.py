@@ -11,8 +11,8 @@ items (domain.md §7).
 from __future__ import annotations
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
-from opdesign.spec import DTYPE_BYTES
+from opdesign.dtypes import DTYPE_BYTES
+from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
 
 ACC_BYTES = 4  # FP32 accumulators and matmul results (SK-01 rule 6, C-API-05)
 # FlashAttention-Infer example 49 (domain.md §7): pipeline depth of the static

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opdesign.catalog import load_catalog
+from opdesign.dtypes import DTYPE_BYTES
 from opdesign.plan.buffers import l0_budgets
-from opdesign.plan.models import CheckRow, CubeTile, Plan, VecTile
-from opdesign.spec import DTYPE_BYTES
+from opdesign.plan.core import CubeTile, VecTile
+
+if TYPE_CHECKING:
+    from opdesign.plan.models import CheckRow, Plan
 
 #: Largest tile or size value taken as a number (bigger ones are C-TILE-06's business).
 MAX_VALUE = 2**31 - 1
@@ -285,6 +288,8 @@ def strength(rule_id: str) -> str:
 def verdicts(block: dict[str, Any], rows: Iterable[Row]) -> dict[str, CheckRow]:
     """One :class:`CheckRow` per row: ``pass`` without problems, else ``warn`` for a should-level rule
     and ``fail`` otherwise."""
+    from opdesign.plan.models import CheckRow  # the planner's: the validator reports problems, not rows
+
     out = {}
     for row in rows:
         problems = row.check(block)

@@ -8,9 +8,13 @@ BF16/FP16 casts), the FlashAttention-Infer tiling (``L1TileShape::K = head_dim``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from opdesign.catalog import Card, load_catalog
-from opdesign.plan.models import CubeTile, text
-from opdesign.spec import Spec
+from opdesign.plan.core import CubeTile, text
+
+if TYPE_CHECKING:
+    from opdesign.spec import Spec
 
 
 def align_up(value: int, multiple: int) -> int:

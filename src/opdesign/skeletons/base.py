@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from opdesign.catalog import DeviceProfile
-from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, Text, VecTile
-from opdesign.spec import Spec
+if TYPE_CHECKING:  # the validator imports the registrations: no SPEC, Plan or catalog models at run time
+    from opdesign.catalog import DeviceProfile
+    from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, Text, VecTile
+    from opdesign.spec import Spec
 
 GoldenCount = tuple[int, str] | None
 
@@ -54,7 +56,8 @@ class Skeleton:
         template_dir: folder under ``templates/`` with its DESIGN sections, pseudocode and scaffold.
         applies: whether a SPEC belongs to this skeleton (before its own conditions are checked).
         plan: SPEC (+ golden module count, + Plan overrides of a fallback) -> Plan, or
-            :class:`Rejected` when its conditions fail.
+            :class:`Rejected` when its conditions fail. A package's ``plan`` imports its planner on
+            the first call, so that registering the skeleton (the validator reads every one) loads none.
         numerical_notes: the ``numerical_notes`` of ``eval/module_interfaces.yaml`` for a plan.
         rule_modules: module names of its validator rules (imported by the rule collection).
         rederive_budgets: (UB, L1) re-derived from a block, or None when the block lacks a figure.

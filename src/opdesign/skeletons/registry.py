@@ -8,10 +8,14 @@ then :data:`FALLBACK` plans the SPEC with ``fallback_from`` and the evaluated ch
 
 from __future__ import annotations
 
-from opdesign.plan.models import Plan
+from typing import TYPE_CHECKING
+
 from opdesign.skeletons import sk01, sk02, sk16
 from opdesign.skeletons.base import GoldenCount, Rejected, Skeleton
-from opdesign.spec import Spec
+
+if TYPE_CHECKING:
+    from opdesign.plan.models import Plan
+    from opdesign.spec import Spec
 
 #: In selection order; the last one applies to every SPEC.
 SKELETONS: tuple[Skeleton, ...] = (sk16.SKELETON, sk02.SKELETON, sk01.SKELETON)

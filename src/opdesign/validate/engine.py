@@ -354,8 +354,6 @@ def _is_spec(path: Path, text: str) -> bool:
         return False
     import yaml
 
-    from opdesign.spec import Spec
-
     keys: set[str] = set()
     depth, at_key = 0, False  # nesting depth; whether the next depth-1 node is a key of the top mapping
     try:
@@ -374,7 +372,11 @@ def _is_spec(path: Path, text: str) -> bool:
                 at_key = not at_key
     except (yaml.YAMLError, RecursionError):
         pass
-    return "op_name" in keys and len(keys & set(Spec.model_fields)) >= 3
+    if "op_name" not in keys:
+        return False
+    from opdesign.spec import Spec  # the SPEC model only for a YAML file that names an op
+
+    return len(keys & set(Spec.model_fields)) >= 3
 
 
 def validate_paths(paths: Iterable[str | Path]) -> Report:

@@ -1,4 +1,4 @@
-"""UB budget of one SK-01 forward task (bytes per vector sub-block).
+"""UB budget of one SK-01 forward task (bytes per vector sub-block) and its C-TILE-04 expansion estimate.
 
 Sources: C-TILE-03 (estimate from the device capacity and the real resident
 tensors; per-op formula with ``tensor_count``), SK-01's structural table
@@ -11,9 +11,18 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, softmax_state_items, vec_op_bytes
-from opdesign.plan.models import Budget, BudgetItem, CubeTile, VecTile, text
+from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, softmax_state_items, vec_op_bytes
+from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
 from opdesign.plan.tiles import align_up
+
+# Vector ops of each stage and their input counts (AT-01 per-block chain; V2 is
+# the accumulator rescale after C2, FAI "RescaleO").
+V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
+V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
+# AT-08 before C2 (V's per-token inv_scale folded into P's columns, row amax, scale, cast to FP8) and
+# AT-06 after it (one dequant multiply by the P row inv_scale).
+FP8_V1_OPS = (("mul_v_token_scale", 2), ("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
+FP8_V2_OPS = (("mul_p_inv_scale", 2),)
 
 
 def ub_budget(
@@ -75,3 +84,15 @@ def ub_budget(
     ]
     items += softmax_state_items(half, align)
     return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.name}.ub_bytes")
+
+
+def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int,
+              fp8: bool = False) -> Expansion:
+    """Per-op ``ceil(view / tile) x (1 + inputs)`` for V1 and V2 (C-TILE-04 / quick-reference formula)."""
+    ops = []
+    tables = (("V1", V1_OPS + (FP8_V1_OPS if fp8 else ())), ("V2", V2_OPS + (FP8_V2_OPS if fp8 else ())))
+    for stage, table in tables:
+        t = vec[stage]
+        n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
+        ops += [ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)) for name, k in table]
+    return make_expansion(ops, traced_copies)

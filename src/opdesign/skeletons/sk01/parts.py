@@ -1,5 +1,5 @@
 """Building blocks of the SK-01 plan (:func:`opdesign.skeletons.sk01.plan.estimate_sk01`): form checks,
-vector tiles, the expansion estimate, loop and state rows, the module (pure functions).
+vector tiles, loop and state rows, the module (pure functions); the expansion estimate is in :mod:`.budget`.
 """
 
 from __future__ import annotations
@@ -8,11 +8,8 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
-from opdesign.plan.buffers import make_expansion
 from opdesign.plan.models import (
     CubeTile,
-    Expansion,
-    ExpansionOp,
     FormCheck,
     LoopRow,
     Module,
@@ -22,19 +19,10 @@ from opdesign.plan.models import (
     text,
 )
 from opdesign.plan.tiles import align_up, axis_hi, vec_cols_v2
-from opdesign.skeletons.sk01.budget import ub_budget
+from opdesign.skeletons.sk01.budget import expansion, ub_budget  # expansion lives with the UB budget (as in sk02, sk16)
 
 if TYPE_CHECKING:
     from opdesign.spec import Spec
-
-# Vector ops of each stage and their input counts (AT-01 per-block chain; V2 is
-# the accumulator rescale after C2, FAI "RescaleO").
-V1_OPS = (("muls_scale", 1), ("amax", 1), ("sub", 2), ("exp", 1), ("sum", 1), ("cast_p", 1))
-V2_OPS = (("mul_alpha", 2), ("mul_beta", 2), ("add", 2), ("div_l", 2))
-# AT-08 before C2 (V's per-token inv_scale folded into P's columns, row amax, scale, cast to FP8) and
-# AT-06 after it (one dequant multiply by the P row inv_scale).
-FP8_V1_OPS = (("mul_v_token_scale", 2), ("amax_p", 1), ("muls_p_scale", 2), ("cast_fp8", 1))
-FP8_V2_OPS = (("mul_p_inv_scale", 2),)
 
 
 def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
@@ -113,18 +101,6 @@ def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> di
         "V2": VecTile(stage="V2", shape=(rows, vec_cols_v2(d)), dtype="fp32", view=(q_tile, d),
                       reason=text("sk01.vec.v2")),
     }
-
-
-def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int,
-              fp8: bool = False) -> Expansion:
-    """Per-op ``ceil(view / tile) x (1 + inputs)`` for V1 and V2 (C-TILE-04 / quick-reference formula)."""
-    ops = []
-    tables = (("V1", V1_OPS + (FP8_V1_OPS if fp8 else ())), ("V2", V2_OPS + (FP8_V2_OPS if fp8 else ())))
-    for stage, table in tables:
-        t = vec[stage]
-        n = ceil(t.view[0] / t.shape[0]) * ceil(t.view[1] / t.shape[1])
-        ops += [ExpansionOp(stage=stage, op=name, inputs=k, tiles=n, expressions=n * (1 + k)) for name, k in table]
-    return make_expansion(ops, traced_copies)
 
 
 def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:

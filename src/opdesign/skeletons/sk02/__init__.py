@@ -7,12 +7,15 @@ validator rules: :mod:`.rules`. When a condition fails, :func:`.plan.estimate_sk
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from opdesign.plan.buffers import l1_budget
-from opdesign.plan.models import Budget, Expansion, Plan
-from opdesign.skeletons.base import BlockTiles, Skeleton
+from opdesign.skeletons.base import BlockTiles, Rejected, Skeleton
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
-from opdesign.skeletons.sk02.plan import estimate_sk02
-from opdesign.spec import Spec
+
+if TYPE_CHECKING:
+    from opdesign.plan.models import Budget, Expansion, Plan
+    from opdesign.spec import Spec
 
 ID = "SK-02"
 
@@ -20,6 +23,13 @@ ID = "SK-02"
 def applies(spec: Spec) -> bool:
     """Top-k sparse attention (``mask: topk``) goes to SK-02 first."""
     return spec.mask == "topk"
+
+
+def estimate(*args: Any, **kwargs: Any) -> Plan | Rejected:
+    """:func:`.plan.estimate_sk02` (imported on the first call: the validator never plans)."""
+    from opdesign.skeletons.sk02.plan import estimate_sk02
+
+    return estimate_sk02(*args, **kwargs)
 
 
 def numerical_notes(plan: Plan) -> list[str]:
@@ -47,7 +57,7 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
 
 
 SKELETON = Skeleton(
-    id=ID, template_dir="sk02", applies=applies, plan=estimate_sk02, numerical_notes=numerical_notes,
+    id=ID, template_dir="sk02", applies=applies, plan=estimate, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk02.rules",), rederive_budgets=rederive_budgets,
     rederive_expansion=rederive_expansion, cube_in_vector_scope=True,
 )

@@ -11,9 +11,9 @@ from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
 from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, vec_op_bytes
-from opdesign.plan.models import Budget, BudgetItem, Expansion, ExpansionOp, VecTile
+from opdesign.dtypes import DTYPE_BYTES
+from opdesign.plan.core import Budget, BudgetItem, Expansion, ExpansionOp, VecTile
 from opdesign.plan.tiles import align_up
-from opdesign.spec import DTYPE_BYTES
 
 # Vector ops of one pass and their input counts. V1: AT-02 chain on [q_tile, S2_TILE]
 # (the divide only when normalising before PV); V2 on [q_tile, head_dim]; the two

@@ -6,11 +6,14 @@ validator rules: :mod:`.rules`.
 
 from __future__ import annotations
 
-from opdesign.plan.models import Budget, Expansion, Plan
+from typing import TYPE_CHECKING, Any
+
 from opdesign.skeletons.base import BlockTiles, Skeleton
 from opdesign.skeletons.sk16.budget import budgets, expansion
-from opdesign.skeletons.sk16.plan import estimate_sk16
-from opdesign.spec import Spec
+
+if TYPE_CHECKING:
+    from opdesign.plan.models import Budget, Expansion, Plan
+    from opdesign.spec import Spec
 
 ID = "SK-16"
 
@@ -18,6 +21,13 @@ ID = "SK-16"
 def applies(spec: Spec) -> bool:
     """Every backward SPEC goes to SK-16 (its conditions then decide whether it can be planned)."""
     return spec.direction == "backward"
+
+
+def estimate(*args: Any, **kwargs: Any) -> Plan:
+    """:func:`.plan.estimate_sk16` (imported on the first call: the validator never plans)."""
+    from opdesign.skeletons.sk16.plan import estimate_sk16
+
+    return estimate_sk16(*args, **kwargs)
 
 
 def numerical_notes(plan: Plan) -> list[str]:
@@ -44,7 +54,7 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
 
 
 SKELETON = Skeleton(
-    id=ID, template_dir="sk16", applies=applies, plan=estimate_sk16, numerical_notes=numerical_notes,
+    id=ID, template_dir="sk16", applies=applies, plan=estimate, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk16.rules",), rederive_budgets=rederive_budgets,
     rederive_expansion=rederive_expansion,
 )

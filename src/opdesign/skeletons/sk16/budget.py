@@ -14,9 +14,9 @@ from math import ceil
 from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS, l0_budgets, make_budget, make_expansion
 from opdesign.plan.buffers import vec_op_bytes
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.models import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
+from opdesign.dtypes import DTYPE_BYTES
+from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
 from opdesign.plan.tiles import align_up
-from opdesign.spec import DTYPE_BYTES
 
 # Vector ops per stage with their input counts, and the view each runs on
 # ("s": [Q_TILE, KV_TILE] scores, "d": [tile, head_dim] rows). SK-16 stage table
