@@ -25,7 +25,7 @@ CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.cliapp", "opdesign.clifas
         "opdesign.validate.engine", "opdesign.validate.collect")
 #: Lower layers never import higher ones (``opdesign.X`` prefixes).
 LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.specerrors", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
-         "opdesign.streams")
+         "opdesign.streams", "opdesign.dtypes")
 HIGHER = ("opdesign.skeletons", "opdesign.costmodel", "opdesign.render", "opdesign.validate", "opdesign.agent",
           "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.pipeline")
 SKELETON_ID = re.compile(r"SK-\d\d")
