@@ -19,7 +19,7 @@ class CostParams(BaseModel):
     task_overhead_cycles: float = Field(
         1850.0, gt=0,
         description="cycles per dispatched task body (one KV-loop body: unroll_factor KV steps of head_group "
-                    "heads), counted over all cores (one scheduler). Assumption: about 1 us of device-side "
+                    "x streams heads), counted over all cores (one scheduler). Assumption: about 1 us of device-side "
                     "scheduling per body, 1850 cycles at the 1.85 GHz clock of the pto-isa a2/a3 config (PyPTO "
                     "SIM: 0.83-1.25 us a body); calibration.yaml fits it to SIM times.")
     step_dispatch_cycles: float = Field(
@@ -68,4 +68,4 @@ class CostParams(BaseModel):
         KERNEL_TASK_NUM, ge=1,
         description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "
                     "(opdesign.plan.buffers.KERNEL_TASK_NUM), the depth the L1/UB static buffers are sized for; "
-                    "streams share that ring, so at most this many units overlap (S_eff = min(streams, units, depth)).")
+                    "a chain's KV steps follow each other at no less than fill / depth.")
