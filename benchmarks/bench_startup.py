@@ -102,11 +102,13 @@ def main() -> int:
     result = {"executables": [" ".join(e) for e in exes.values()], "rounds": args.rounds,
               "baseline": " ".join(["python", *BASELINE[1:2], repr(BASELINE[2])]),
               "baseline_cpu_ms_median": round(1000 * statistics.median(base), 1),
-              "load_average": os.getloadavg()[0], "commands": rows}
+              "load_average": os.getloadavg()[0], "bytecode_cache": not os.environ.get("PYTHONDONTWRITEBYTECODE"),
+              "commands": rows}
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{args.rounds} rounds; load average {result['load_average']:.2f}")
+    print(f"{args.rounds} rounds; load average {result['load_average']:.2f}; bytecode cache: "
+          f"{'on' if result['bytecode_cache'] else 'off (PYTHONDONTWRITEBYTECODE set: every run recompiles)'}")
     print(f"baseline   {result['baseline']}: {result['baseline_cpu_ms_median']} ms CPU (median)")
     for command in result["executables"]:
         print(f"executable {command}")
