@@ -15,7 +15,7 @@ YAML with its provenance (SPECs, PyPTO release, date, the rho before and after).
 
 ``--transfers`` keeps the SIM copy figures of ``scripts/measure_sim_transfers.py --json`` fixed during the
 fit, and ``--sim-cube-cores`` the AIC count SIM schedules on (not the device profile's). The depth grid
-starts at 2: depth 1 allows no overlap of units, which SIM contradicts.
+starts at 2: depth 1 would run a chain's KV steps with nothing in flight (interval = fill).
 
 Only a calibration.yaml that a real run of this script produced is to be committed.
 """

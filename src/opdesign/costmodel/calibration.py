@@ -44,8 +44,8 @@ def load_params(calibrated: bool = True) -> CostParams:
 #: generated kernel runs one stream, so no SIM time measures it.
 OVERHEAD_GRID = (250.0, 500.0, 925.0, 1850.0, 3700.0, 7400.0, 14800.0)
 STEP_GRID = (0.0, 92.5, 185.0, 370.0, 740.0, 1480.0)
-#: depth 1 is left out: it allows no overlap of units at all (S_eff = 1), which SIM contradicts
-#: (tests/fixtures/sk01/streams_h32_s256.yaml: two streams run 69.86 us against 79.77 us for one)
+#: depth 1 is left out: it would run a chain's KV steps one after another with nothing in flight
+#: (interval = fill), the opposite of the FAI pipeline; the grid stays around KERNEL_TASK_NUM (3)
 DEPTH_GRID = (2, 3, 4)
 FITTED = ("task_overhead_cycles", "step_dispatch_cycles", "pipeline_depth")
 
