@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -143,3 +144,35 @@ def test_validate_builds_only_the_models_it_reads(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-c", _BUILT, str(tmp_path / "d")], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == {"code": 0, "built": {"Plan": False, "Spec": False, "Budget": True, "Report": True}}
 
+
+
+_THREADS = """
+import json, os, sys
+from pathlib import Path
+if sys.argv[1] == "opdesign":
+    from opdesign.npthreads import import_numpy
+    import_numpy()
+import numpy  # noqa: F401,E402 - loaded already after import_numpy() unless the user set the thread count
+status = Path("/proc/self/status").read_text().splitlines()
+threads = int(next(line.split()[1] for line in status if line.startswith("Threads:")))
+print(json.dumps({"threads": threads, "env": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+def _numpy_threads(how: str, env: dict[str, str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", _THREADS, how], capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="counts threads in /proc (Linux only)")
+def test_the_ranking_commands_load_numpy_without_openblas_worker_threads() -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    plain = _numpy_threads("numpy", env)
+    if plain["threads"] == 1:
+        pytest.skip("numpy starts no OpenBLAS worker on this machine (one core): nothing to compare")
+    ours = _numpy_threads("opdesign", env)
+    assert ours == {"threads": 1, "env": None}  # no worker thread, and the variable is gone for child processes
+    chosen = _numpy_threads("opdesign", {**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert chosen == {"threads": 2, "env": "2"}  # the user's own setting is kept

@@ -30,6 +30,9 @@ def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: 
                 uncalibrated: bool, within_form: bool = False) -> None:
     """``opdesign new``: write the design, print ``wrote PATH`` per file and the plan's summary line."""
     from opdesign.errors import InputError, ToolIOError
+    from opdesign.npthreads import import_numpy
+
+    import_numpy()
     from opdesign.pipeline import new_design
 
     if lang not in ("en", "zh"):

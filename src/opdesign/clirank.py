@@ -31,6 +31,9 @@ def rank_cmd(
     quiet: bool = quiet_option(),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
+    from opdesign.npthreads import import_numpy
+
+    import_numpy()
     from opdesign.costmodel.calibration import load_params
     from opdesign.pipeline import plan_from_spec, rank_spec
     from opdesign.render.costmodel import render_ranking_text

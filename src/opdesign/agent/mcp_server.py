@@ -129,6 +129,9 @@ def _worker_call(name: str, arguments: dict[str, Any], root: str) -> tuple[dict[
 
 def _warm_worker() -> None:
     """Load what every design call needs (planner, renderer, cost model, catalog) in a fresh worker."""
+    from opdesign.npthreads import import_numpy
+
+    import_numpy()
     import opdesign.costmodel.rank  # noqa: F401
     import opdesign.pipeline  # noqa: F401
     from opdesign.catalog import load_catalog

@@ -47,6 +47,9 @@ from opdesign.streams import echo
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
+#: The tools that rank (numpy and the cost model): a one-shot ``tool call`` of one loads numpy with one
+#: OpenBLAS thread (:mod:`opdesign.npthreads`); ``estimate_design`` plans without numpy.
+RANKING_TOOLS = frozenset({"new_design", "rank_candidates"})
 #: Every tool, in the order of the design workflow.
 TOOLS: dict[str, Tool] = {tool.name: tool for tool in DESIGN_TOOLS + VERIFY_TOOLS + CATALOG_TOOLS}
 
@@ -236,6 +239,10 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
     except OSError as err:
         payload, ok = ToolIOError(f"--input: {err.strerror or err}").to_json(), False
     else:
+        if name in RANKING_TOOLS:
+            from opdesign.npthreads import import_numpy
+
+            import_numpy()
         payload, ok = call_tool(name, args, root)
     echo(json.dumps(payload))  # ASCII JSON: the same answer on any terminal; a failed write is io_error
     return 0 if ok else 2
