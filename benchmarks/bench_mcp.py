@@ -7,6 +7,11 @@ and reads VmRSS again. Linux only (/proc).
 
     python benchmarks/bench_mcp.py [--calls 100] [--limit-mb 20]
 
+`raw_rpc` repeats the mix over plain JSON-RPC lines on the server's stdin / stdout (no SDK client):
+the server's own latency plus the pipe, without the client's checks. The SDK client's latency above
+includes its jsonschema check of every `structuredContent` against the tool's `outputSchema`, which
+`client_schema_check_cpu_ms` measures on its own.
+
 Prints the figures as JSON; exits 1 when RSS grows by the limit or more, or a call fails.
 """
 
@@ -122,6 +127,51 @@ async def _bench(root: Path, calls: int) -> dict:
     }
 
 
+def _raw_rpc(root: Path, calls: int) -> dict:
+    """The mix over raw JSON-RPC lines (one request written, its answer read): ms per call, no SDK client."""
+    import subprocess
+
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    proc = subprocess.Popen([sys.executable, "-m", "opdesign", "mcp", "--root", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    ids = iter(range(1, 10**9))
+
+    def ask(method: str, params: dict) -> dict:
+        rid = next(ids)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n")
+        proc.stdin.flush()
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the server closed stdout during {method}")
+            answer = json.loads(line)
+            if answer.get("id") == rid:
+                return answer
+
+    try:
+        ask("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                           "clientInfo": {"name": "bench_mcp", "version": "0"}})
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        for name, args in MIX:  # warm-up, as the SDK run
+            ask("tools/call", {"name": name, "arguments": args})
+        per_tool: dict[str, list[float]] = {}
+        failures = []
+        for i in range(calls):
+            name, args = MIX[i % len(MIX)]
+            start = time.perf_counter()
+            answer = ask("tools/call", {"name": name, "arguments": args})
+            per_tool.setdefault(f"{name} {json.dumps(args)}", []).append((time.perf_counter() - start) * 1000)
+            if bool(answer.get("result", {}).get("isError")) != (args.get("spec_path") in EXPECT_ERROR):
+                failures.append(name)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    ms = sorted(x for v in per_tool.values() for x in v)
+    return {"calls": calls, "failures": failures, "p50_ms": round(ms[len(ms) // 2], 2),
+            "p50_ms_per_call": {call: round(statistics.median(v), 2) for call, v in per_tool.items()}}
+
+
 def _client_validation_ms(root: Path, rounds: int = 30) -> dict[str, float]:
     """CPU ms (median) the SDK client spends per answer checking ``structuredContent`` against the tool's
     ``outputSchema`` (jsonschema), part of every latency above: the client's share, not the server's."""
@@ -154,6 +204,7 @@ def run(calls: int = 100) -> dict:
         _prepare_root(root)
         figures = anyio.run(_bench, root, calls)
         figures["client_schema_check_cpu_ms"] = _client_validation_ms(root)
+        figures["raw_rpc"] = _raw_rpc(root, calls)
         return figures
 
 
@@ -165,7 +216,8 @@ def main() -> int:
     figures = run(options.calls)
     figures["limit_mb"] = options.limit_mb
     print(json.dumps(figures, indent=2))
-    return 0 if figures["rss_growth_mb"] < options.limit_mb and not figures["failures"] else 1
+    failed = figures["failures"] or figures["raw_rpc"]["failures"]
+    return 0 if figures["rss_growth_mb"] < options.limit_mb and not failed else 1
 
 
 if __name__ == "__main__":
