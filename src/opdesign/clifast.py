@@ -1,11 +1,10 @@
 """The hot commands without Typer: ``golden`` and ``validate`` run straight from ``sys.argv``.
 
 Importing Typer (and through it click and pydantic) costs more CPU than these commands' own work,
-so :func:`fast_command` reads their command line itself, but only when it is plain: global
-``-q`` / ``--quiet`` flags, the command word, the command's own options each given once as
-``--name VALUE`` with a value that does not start with ``-``, counts in canonical decimal, and the
-positional arguments. Anything else (``--help``, ``--name=VALUE``, ``--``, an unknown or repeated
-option, a missing value or argument, an empty or unreadable path) returns None and the Typer tree
+so :func:`fast_command` reads their command line itself, but only when it is plain
+(:func:`parse_plain`, which ``opdesign new``'s fast path uses too). Anything else (``--help``,
+``--name=VALUE``, ``--``, an unknown or repeated option, a missing value or argument, an empty or
+unreadable path) returns None and the Typer tree
 (:mod:`opdesign.cliapp`) parses the line, so help, usage errors and their exit codes are Typer's
 own. Both paths run the same command bodies (:func:`golden_command`, :func:`validate_command`).
 """
@@ -62,15 +61,23 @@ def _plain_path(arg: str) -> bool:
     return bool(arg) and not arg.startswith("-") and (not os.path.exists(arg) or os.access(arg, os.R_OK))
 
 
-def _parse(argv: list[str]) -> tuple[str, dict[str, str], set[str], list[str], bool] | None:
-    """``(command, options, flags, positionals, quiet)`` of a plain command line, else None."""
+def parse_plain(argv: list[str], commands: dict[str, tuple[tuple[str, ...], dict[str, bool], int | None]]
+                ) -> tuple[str, dict[str, str], set[str], list[str], bool] | None:
+    """``(command, options, flags, positionals, quiet)`` of a plain command line, else None.
+
+    ``commands`` maps a command word to its flags, its options that take a value (True: the value is
+    a count) and how many positional arguments it takes (None: one or more). Plain means: global
+    ``-q`` / ``--quiet`` flags, the command word, then each flag and option at most once, every
+    option as ``--name VALUE`` with a value that is not empty and does not start with ``-``, counts
+    in canonical decimal, and readable positional paths (:func:`_plain_path`).
+    """
     i, quiet = 0, False
     while i < len(argv) and argv[i] in _QUIET:
         i, quiet = i + 1, True
-    if i >= len(argv) or argv[i] not in _COMMANDS:
+    if i >= len(argv) or argv[i] not in commands:
         return None
     command = argv[i]
-    flags_known, valued, count = _COMMANDS[command]
+    flags_known, valued, count = commands[command]
     options: dict[str, str] = {}
     flags: set[str] = set()
     positionals: list[str] = []
@@ -80,29 +87,29 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, str], set[str], list[str], b
         arg = rest[j]
         if arg in _QUIET:
             quiet = True
-        elif arg in flags_known:
+        elif arg in flags_known and arg not in flags:
             flags.add(arg)
         elif arg in valued:
-            if arg in options or j + 1 >= len(rest) or rest[j + 1].startswith("-"):
+            if arg in options or j + 1 >= len(rest) or not rest[j + 1] or rest[j + 1].startswith("-"):
                 return None
             value = rest[j + 1]
             if valued[arg] and not _COUNT.fullmatch(value):
                 return None
             options[arg] = value
             j += 1
-        elif _plain_path(arg):
+        elif count != 0 and _plain_path(arg):
             positionals.append(arg)
         else:
             return None
         j += 1
-    if not positionals or (count is not None and len(positionals) != count):
+    if (count is None and not positionals) or (count is not None and len(positionals) != count):
         return None
     return command, options, flags, positionals, quiet
 
 
 def fast_command(argv: list[str]) -> Callable[[], int] | None:
     """The run of a plain ``golden`` / ``validate`` command line (its exit code), or None for Typer."""
-    parsed = _parse(argv)
+    parsed = parse_plain(argv, _COMMANDS)
     if parsed is None:
         return None
     command, options, flags, positionals, quiet = parsed

@@ -1,9 +1,10 @@
 """``opdesign new`` without Typer: a plain ``new --spec FILE [--out DIR] [--lang L] [--force]`` line.
 
 Importing Typer costs more CPU than planning and rendering a design, so :func:`fast_new` reads a
-plain ``new`` command line itself: global ``-q`` / ``--quiet`` flags, the word ``new``, then
-``--spec``, ``--out`` and ``--lang`` each given once as ``--name VALUE`` (a value that is not empty
-and does not start with ``-``), the flags ``--force``, ``--uncalibrated`` and ``-q`` / ``--quiet``.
+plain ``new`` command line itself (:func:`opdesign.clifast.parse_plain`): global ``-q`` / ``--quiet``
+flags, the word ``new``, then ``--spec``, ``--out`` and ``--lang`` each given once as ``--name VALUE``
+(a value that is not empty and does not start with ``-``), the flags ``--force``, ``--uncalibrated``
+and ``-q`` / ``--quiet``.
 Anything else (``--help``, ``--name=VALUE``, ``--candidate``, ``--tiles``, a repeated or unknown
 option, a missing value, a positional argument, a shell-completion request) returns None and the
 Typer tree (:mod:`opdesign.cliapp`) parses the line, so help, usage errors and their exit codes
@@ -16,10 +17,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from opdesign.clifast import parse_plain
 from opdesign.cliout import is_quiet, note, reset, set_quiet
 from opdesign.streams import StreamError, echo, say
 
-_QUIET = ("-q", "--quiet")
 _FLAGS = ("--force", "--uncalibrated")
 _VALUED = ("--spec", "--out", "--lang")
 #: click's shell-completion switch for the ``opdesign`` program (``_OPDESIGN_COMPLETE=bash_source``)
@@ -68,43 +69,14 @@ def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: 
          f"ub={p.ub_budget.total_bytes}/{p.ub_budget.capacity_bytes} B")
 
 
-def _parse(argv: list[str]) -> tuple[dict[str, str], set[str], bool] | None:
-    """``(options, flags, quiet)`` of a plain ``new`` line, else None."""
-    i, quiet = 0, False
-    while i < len(argv) and argv[i] in _QUIET:
-        i, quiet = i + 1, True
-    if i >= len(argv) or argv[i] != "new":
-        return None
-    options: dict[str, str] = {}
-    flags: set[str] = set()
-    rest = argv[i + 1:]
-    j = 0
-    while j < len(rest):
-        arg = rest[j]
-        if arg in _QUIET:
-            quiet = True
-        elif arg in _FLAGS and arg not in flags:
-            flags.add(arg)
-        elif arg in _VALUED and arg not in options and j + 1 < len(rest):
-            value = rest[j + 1]
-            if not value or value.startswith("-"):
-                return None
-            options[arg] = value
-            j += 1
-        else:
-            return None
-        j += 1
-    return (options, flags, quiet) if "--spec" in options else None
-
-
 def fast_new(argv: list[str]) -> Callable[[], int] | None:
     """The run of a plain ``new`` command line (its exit code), or None for the Typer tree."""
     if os.environ.get(_COMPLETE_VAR):
         return None
-    parsed = _parse(argv)
-    if parsed is None:
+    parsed = parse_plain(argv, {"new": (_FLAGS, dict.fromkeys(_VALUED, False), 0)})
+    if parsed is None or "--spec" not in parsed[1]:
         return None
-    options, flags, quiet = parsed
+    _, options, flags, _, quiet = parsed
 
     def run() -> int:
         from opdesign.render.headings import DEFAULT_LANG
