@@ -15,6 +15,8 @@ Tool work runs in worker processes (:class:`Calls`), off the event loop, so ``pi
 and other calls are answered while a long call runs. At most :data:`MAX_CALLS` calls run at once (one
 more is answered with ``busy``), each within :data:`CALL_TIMEOUT_S` seconds (then ``timeout``, and the
 workers are restarted). Both are read from ``OPDESIGN_MCP_MAX_CALLS`` / ``OPDESIGN_MCP_CALL_TIMEOUT``.
+An ``estimate_design`` of a SPEC whose bytes the server has answered before gets that answer at once
+(:class:`Answers`), without a worker.
 A line that is not a JSON-RPC message (bad JSON, a lone surrogate, a missing field) is answered with
 a JSON-RPC error (-32700 parse error, -32600 invalid request) instead of being dropped.
 """
@@ -81,9 +83,8 @@ def _result(types: Any, payload: dict[str, Any], ok: bool) -> Any:
     )
 
 
-#: answers a worker keeps (least recently used out first): a few SPECs an agent iterates on
+#: ``estimate_design`` answers the server keeps (least recently used out first): a few SPECs an agent iterates on
 ANSWER_CACHE_SIZE = 64
-_ANSWERS: OrderedDict[tuple[str, str, bytes], tuple[dict[str, Any], bool]] = OrderedDict()
 
 
 def _spec_bytes(jail: Root, arguments: Any) -> bytes | None:
@@ -99,32 +100,42 @@ def _spec_bytes(jail: Root, arguments: Any) -> bytes | None:
     return None if b"golden" in raw else raw
 
 
-def _worker_call(name: str, arguments: dict[str, Any], root: str) -> tuple[dict[str, Any], bool]:
-    """One tool call in a worker process (module level: the process pool imports it by name).
+class Answers:
+    """``estimate_design`` answers per (SPEC path, SPEC bytes), kept by the server for all its workers.
 
-    Workers stay up between calls with their imports and the catalog loaded; an ``estimate_design``
-    answer is kept per (root, arguments, SPEC bytes): the plan is a function of those, so the same SPEC
-    is answered again without planning, and an edited SPEC (other bytes) is planned afresh.
+    The plan is a function of the SPEC's bytes (a SPEC that names a golden is never kept), so the
+    same SPEC is answered again without a worker round trip or planning, and an edited SPEC (other
+    bytes) is planned afresh. An answer is kept only when it succeeded and the SPEC still had the
+    same bytes after it was planned; at most ``size`` answers, the least recently used out first.
     """
-    if name != "estimate_design":
-        return call_tool(name, arguments, root)
-    try:
-        jail = Root(root)
-    except Exception:  # noqa: BLE001 - the tool answers with the error itself
-        return call_tool(name, arguments, root)
-    raw = _spec_bytes(jail, arguments)
-    if raw is None:
-        return call_tool(name, arguments, jail)
-    key = (str(jail.path), arguments["spec_path"], hashlib.sha256(raw).digest())
-    if key in _ANSWERS:
-        _ANSWERS.move_to_end(key)
-        return _ANSWERS[key]
-    answer = call_tool(name, arguments, jail)
-    if answer[1] and _spec_bytes(jail, arguments) == raw:  # the SPEC did not change while it was planned
-        _ANSWERS[key] = answer
-        while len(_ANSWERS) > ANSWER_CACHE_SIZE:
-            _ANSWERS.popitem(last=False)
-    return answer
+
+    def __init__(self, root: Root, size: int = ANSWER_CACHE_SIZE) -> None:
+        self.root, self.size = root, size
+        self._kept: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+
+    def key(self, name: str, arguments: Any) -> tuple[str, bytes] | None:
+        """The key of a call whose answer can be kept, else None."""
+        if name != "estimate_design" or self.size <= 0:
+            return None
+        raw = _spec_bytes(self.root, arguments)
+        return None if raw is None else (arguments["spec_path"], hashlib.sha256(raw).digest())
+
+    def get(self, key: tuple[str, bytes] | None) -> Any:
+        if key is None or key not in self._kept:
+            return None
+        self._kept.move_to_end(key)
+        return self._kept[key]
+
+    def keep(self, name: str, arguments: Any, key: tuple[str, bytes] | None, result: Any, ok: bool) -> None:
+        if key is None or not ok or self.key(name, arguments) != key:  # failed, or the SPEC changed meanwhile
+            return
+        self._kept[key] = result
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+    def paths(self) -> list[str]:
+        """The SPEC paths kept, oldest first."""
+        return [path for path, _ in self._kept]
 
 
 def _warm_worker() -> None:
@@ -151,10 +162,11 @@ class Calls:
     """
 
     def __init__(self, types: Any, root: Root, max_calls: int = MAX_CALLS, timeout: float = CALL_TIMEOUT_S,
-                 call: Any = None, worker: Any = None) -> None:
+                 call: Any = None, worker: Any = None, answers: int = ANSWER_CACHE_SIZE) -> None:
         self.types, self.root, self.max_calls, self.timeout = types, root, max_calls, timeout
         self.call = call
-        self.worker = worker or _worker_call  # a module-level function: the pool imports it by name
+        self.worker = worker or call_tool  # a module-level function: the pool imports it by name
+        self.answers = Answers(root, answers)
         self.running = 0
         self._lock = threading.Lock()
         self._pool: Any = None
@@ -195,15 +207,25 @@ class Calls:
             self._restart(self._pool)
 
     async def __call__(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        args = arguments if arguments is not None else {}
+        key = self.answers.key(name, args)
+        kept = self.answers.get(key)
+        if kept is not None:  # the same SPEC bytes: the answer it had, with no worker and no slot
+            return kept
+        result, ok = await self._run(name, args)
+        self.answers.keep(name, args, key, result, ok)
+        return result
+
+    async def _run(self, name: str, args: dict[str, Any]) -> tuple[Any, bool]:
+        """``(CallToolResult, ok)`` of one call in a worker."""
         import anyio
 
         with self._lock:
             if self.running >= self.max_calls:
                 error = BusyError(f"{name}: the server is running {self.max_calls} calls; try again",
                                   {"max_calls": self.max_calls})
-                return _result(self.types, error.to_json(), False)
+                return _result(self.types, error.to_json(), False), False
             self.running += 1
-        args = arguments if arguments is not None else {}
         timed_out = CallTimeoutError(f"{name}: no result within the per-call limit of {self.timeout:g} s",
                                      {"limit_s": self.timeout}).to_json()
         if self.call is not None:
@@ -215,13 +237,15 @@ class Calls:
 
             with anyio.move_on_after(self.timeout) as scope:
                 payload, ok = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-            return _result(self.types, *((timed_out, False) if scope.cancelled_caught else (payload, ok)))
+            if scope.cancelled_caught:
+                payload, ok = timed_out, False
+            return _result(self.types, payload, ok), ok
         try:
             pool = self._executor()
             future = pool.submit(self.worker, name, args, str(self.root.path))
         except Exception as err:  # noqa: BLE001 - e.g. a pool broken by a restart
             self._release()
-            return _result(self.types, InternalError(f"{name}: worker unavailable: {err}").to_json(), False)
+            return _result(self.types, InternalError(f"{name}: worker unavailable: {err}").to_json(), False), False
         future.add_done_callback(self._release)
         with anyio.move_on_after(self.timeout) as scope:
             try:
@@ -231,7 +255,7 @@ class Calls:
         if scope.cancelled_caught:
             self._restart(pool)
             payload, ok = timed_out, False
-        return _result(self.types, payload, ok)
+        return _result(self.types, payload, ok), ok
 
 
 def rpc_error(types: Any, item: Exception) -> Any:
