@@ -1,0 +1,61 @@
+"""The validator's shortcuts give what the long way gives: the plain-text inline shortcut of the markdown
+parser (:mod:`opdesign.validate.mdinline`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from opdesign.validate import mdinline
+from opdesign.validate.document import _parser, parse
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
+DESIGNS = sorted(FIXTURES.glob("*/*.md"))
+
+
+def _reference() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+
+
+def _dump(tokens) -> list:
+    return [(t.type, t.tag, t.nesting, t.content, t.map, t.level, t.info, t.markup, t.attrs, t.hidden,
+             None if t.children is None else _dump(t.children)) for t in tokens]
+
+
+def test_the_validator_parser_uses_the_shortcut() -> None:
+    rules = {r.name: r.fn for r in _parser().core.ruler.__rules__}
+    assert rules["inline"] is mdinline.inline
+
+
+@pytest.mark.parametrize("design", DESIGNS, ids=[f"{p.parent.name}/{p.name}" for p in DESIGNS])
+def test_tokens_are_the_parser_own(design: Path) -> None:
+    text = design.read_text(encoding="utf-8", errors="replace")
+    assert _dump(_parser().parse(text)) == _dump(_reference().parse(text))
+
+
+CELLS = ["", "plain words", "bfloat16", "a: b - c = d + e", "x # y % z ^ w", "{a} $b$ @c", "q > k", "100 %",
+         "`code`", "*em*", "_em_", "a_b", "[link](x)", "![img](y)", "<b>html</b>", "<!-- opdesign: disable=X -->",
+         "&amp;", "a\\*b", "line one\nline two", "trailing  \nbreak", "~~strike~~", "a ] b", "wow!", "tab\there",
+         "汉字 与 English", "  spaced  "]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_each_kind_of_inline_text_parses_as_markdown_it_parses_it(cell: str) -> None:
+    for text in (cell, f"| a | b |\n|---|---|\n| {cell} | x |\n", f"# {cell}\n", f"para {cell} end\n"):
+        assert _dump(_parser().parse(text)) == _dump(_reference().parse(text)), text
+
+
+def test_another_configuration_keeps_the_parser_rule() -> None:
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    before = {r.name: r.fn for r in md.core.ruler.__rules__}["inline"]
+    mdinline.install(md)
+    assert {r.name: r.fn for r in md.core.ruler.__rules__}["inline"] is before
+    assert md.parse("~~x~~")[1].children[0].type == "s_open"
+
+
+def test_two_texts_two_documents() -> None:
+    a, b = parse("# One\n\nplain a\n"), parse("# Two\n\nplain b\n")
+    assert [s.text for s in a.spans] == ["One", "plain a"] and [s.text for s in b.spans] == ["Two", "plain b"]
