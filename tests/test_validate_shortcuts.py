@@ -1,15 +1,16 @@
 """The validator's shortcuts give what the long way gives: the plain-text inline shortcut of the markdown
-parser (:mod:`opdesign.validate.mdinline`)."""
+parser (:mod:`opdesign.validate.mdinline`), the paused garbage collector."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from opdesign.validate import mdinline
+from opdesign.validate import mdinline, memo, validate_text
 from opdesign.validate.document import _parser, parse
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
@@ -59,3 +60,21 @@ def test_another_configuration_keeps_the_parser_rule() -> None:
 def test_two_texts_two_documents() -> None:
     a, b = parse("# One\n\nplain a\n"), parse("# Two\n\nplain b\n")
     assert [s.text for s in a.spans] == ["One", "plain a"] and [s.text for s in b.spans] == ["Two", "plain b"]
+
+
+def test_the_collector_is_on_after_a_run_and_left_off_when_it_was_off() -> None:
+    memo.clear()
+    assert gc.isenabled()
+    validate_text("# x\n")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        memo.clear()
+        validate_text("# y\n")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError), memo.gc_paused():
+        assert not gc.isenabled()
+        raise ZeroDivisionError
+    assert gc.isenabled()
