@@ -1,8 +1,9 @@
 """The validator's shortcuts give what the long way gives: the plain-text inline shortcut of the markdown
-parser (:mod:`opdesign.validate.mdinline`), the paused garbage collector."""
+parser (:mod:`opdesign.validate.mdinline`), the listed walk of a program, the paused garbage collector."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 
 from opdesign.validate import mdinline, memo, validate_text
 from opdesign.validate.document import _parser, parse
+from opdesign.validate.pseudocode import read_programs
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
 DESIGNS = sorted(FIXTURES.glob("*/*.md"))
@@ -60,6 +62,28 @@ def test_another_configuration_keeps_the_parser_rule() -> None:
 def test_two_texts_two_documents() -> None:
     a, b = parse("# One\n\nplain a\n"), parse("# Two\n\nplain b\n")
     assert [s.text for s in a.spans] == ["One", "plain a"] and [s.text for s in b.spans] == ["Two", "plain b"]
+
+
+def _program(code: str):
+    doc = parse(f"## Pseudocode\n\n```python\n{code}```\n")
+    programs, _n = read_programs(doc)
+    return programs[0]
+
+
+def _uncached(program) -> list:
+    return [(n, loops) for n, loops in program._walk(program.nodes, ())]
+
+
+def test_the_listed_walk_is_the_walk_of_its_own_program() -> None:
+    one = _program("for i in range(4):\n    x = f(i)\n")
+    two = _program("y = g()\nfor j in pypto.loop(n):\n    for k in range(2):\n        z = h(j, k)\n")
+    for program in (one, two, one, two):
+        assert list(program.walk()) == _uncached(program)
+    assert [n.line for n, _l in one.walk()] != [n.line for n, _l in two.walk()]
+    assert [[loop.loop_kind for loop in loops] for _n, loops in two.walk()] == [[], [], ["pypto.loop"],
+                                                                              ["pypto.loop", "range"]]
+    other = dataclasses.replace(one, nodes=two.nodes)  # a replaced program walks its own nodes
+    assert list(other.walk()) == _uncached(two)
 
 
 def test_the_collector_is_on_after_a_run_and_left_off_when_it_was_off() -> None:
