@@ -42,12 +42,23 @@ def test_tokens_are_the_parser_own(design: Path) -> None:
 CELLS = ["", "plain words", "bfloat16", "a: b - c = d + e", "x # y % z ^ w", "{a} $b$ @c", "q > k", "100 %",
          "`code`", "*em*", "_em_", "a_b", "[link](x)", "![img](y)", "<b>html</b>", "<!-- opdesign: disable=X -->",
          "&amp;", "a\\*b", "line one\nline two", "trailing  \nbreak", "~~strike~~", "a ] b", "wow!", "tab\there",
-         "汉字 与 English", "  spaced  "]
+         "汉字 与 English", "  spaced  ", "seq_q", "Q_TILE x KV_TILE", "_lead", "trail_", "a__b", "a_ b", "a _b",
+         "é_é", "1_2", "x_*y*", "[batch, seq_q, head_dim]", "[a](b)", "[a] (b)", "[a][b]", "[ref]", "[[x]]",
+         "a]b[c", "[x]_y", "q[:, 0]"]
 
 
 @pytest.mark.parametrize("cell", CELLS)
 def test_each_kind_of_inline_text_parses_as_markdown_it_parses_it(cell: str) -> None:
     for text in (cell, f"| a | b |\n|---|---|\n| {cell} | x |\n", f"# {cell}\n", f"para {cell} end\n"):
+        assert _dump(_parser().parse(text)) == _dump(_reference().parse(text)), text
+
+
+REFERENCES = "[ref]: https://example.com\n\n"
+
+
+@pytest.mark.parametrize("cell", [c for c in CELLS if "[" in c or "]" in c])
+def test_brackets_in_a_document_with_link_references(cell: str) -> None:
+    for text in (f"{REFERENCES}| a |\n|---|\n| {cell} |\n", f"{REFERENCES}para {cell}\n", f"{cell}\n\n{REFERENCES}"):
         assert _dump(_parser().parse(text)) == _dump(_reference().parse(text)), text
 
 

@@ -1,13 +1,21 @@
 """markdown-it-py's core ``inline`` rule with a shortcut for inline text that holds no markup.
 
-Most inline tokens of a DESIGN.md (table cells such as ``input`` or ``bfloat16``, plain prose
-lines) hold no character any active inline rule starts at. For those, markdown-it's inline
-parser runs the ``text`` rule over the whole content, finds nothing else and emits one ``text``
-child whose content is the whole string (none for an empty string); :func:`inline` builds that
-child directly and hands every other token to the parser unchanged. The shortcut is installed
-only when the parser's rules are exactly the ones it was written for (:func:`install`), so another
-markdown-it configuration parses as before; tests/test_validate_mdinline.py checks the children
-are the parser's own.
+Most inline tokens of a DESIGN.md (table cells such as ``input``, ``[batch, seq_q, head_dim]`` or
+``bfloat16``, plain prose lines) give markdown-it's inline parser nothing to do: it runs its rules over
+the content, none produces a token, and what comes out is one ``text`` child whose content is the whole
+string (none for an empty string). :func:`plain` recognises such content without running the rules,
+and :func:`inline` builds that child directly; every other token goes to the parser unchanged. Plain
+content holds none of the characters the active inline rules start at (newline, ``\\``, backticks,
+``*``, ``!``, ``<``, ``&``, ``~``), and
+
+- each ``_`` sits between two ASCII letters or digits (``seq_q``): such a delimiter can neither open
+  nor close emphasis, so its text fragments are joined back into one;
+- ``[`` / ``]`` only when no ``](`` follows a label and the document defines no link reference (the
+  link rule then gives up and the brackets stay text).
+
+The shortcut is installed only when the parser's rules are exactly the ones it was written for
+(:func:`install`), so another markdown-it configuration parses as before; tests/test_validate_shortcuts.py
+checks the children are the parser's own.
 """
 
 from __future__ import annotations
@@ -17,9 +25,11 @@ from typing import Any
 
 from markdown_it.token import Token
 
-#: characters an active inline rule starts at: newline, escape, backticks, emphasis (``*`` ``_``),
-#: link and image (``[`` ``]`` ``!``), autolink and inline HTML (``<``), entity (``&``); ``~`` too
-_MARKUP = re.compile(r"[\n\\`*_\[\]!<&~]")
+#: characters an active inline rule starts at: newline, escape, backticks, emphasis (``*``), image
+#: (``!``), autolink and inline HTML (``<``), entity (``&``); ``~`` too
+_MARKUP = re.compile(r"[\n\\`*!<&~]")
+#: an ``_`` that is not between two ASCII letters or digits (it might open or close emphasis)
+_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 #: the rule chains the shortcut reproduces (the ``commonmark`` preset with tables and front matter)
 INLINE_RULES = ["text", "newline", "escape", "backticks", "emphasis", "link", "image", "autolink", "html_inline",
                 "entity"]
@@ -27,9 +37,16 @@ INLINE_RULES2 = ["balance_pairs", "emphasis", "fragments_join"]
 CORE_RULES = ["normalize", "block", "inline", "text_join"]
 
 
-def plain(content: str) -> bool:
-    """Whether markdown-it parses ``content`` to (at most) one text child equal to it."""
-    return _MARKUP.search(content) is None
+def plain(content: str, env: dict[str, Any]) -> bool:
+    """Whether markdown-it parses ``content`` (in a document whose environment is ``env``) to (at most)
+    one text child equal to it."""
+    if _MARKUP.search(content) is not None:
+        return False
+    if "_" in content and _LOOSE_UNDERSCORE.search(content) is not None:
+        return False
+    if "[" in content or "]" in content:
+        return "references" not in env and "](" not in content
+    return True
 
 
 def inline(state: Any) -> None:
@@ -40,7 +57,7 @@ def inline(state: Any) -> None:
             if token.children is None:
                 token.children = []
             content = token.content
-            if plain(content):
+            if plain(content, state.env):
                 if content:
                     token.children.append(Token("text", "", 0, content=content))
             else:
