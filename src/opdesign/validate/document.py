@@ -152,7 +152,9 @@ def _parser():  # markdown-it with tables and front matter
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
 
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    from opdesign.validate.mdinline import install
+
+    return install(MarkdownIt("commonmark").enable("table").use(front_matter_plugin))
 
 
 def _inline_text(token: Any) -> str:

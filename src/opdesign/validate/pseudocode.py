@@ -18,6 +18,7 @@ import ast
 from typing import Any
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from opdesign.validate.document import Document, Fence
 from opdesign.validate import astnodes
@@ -61,9 +62,10 @@ class Node:
             self._calls = [n for e in self.exprs() for n in astnodes.walk(e) if isinstance(n, ast.Call)]
         return self._calls
 
-    @property
+    @cached_property
     def loop_kind(self) -> str | None:
-        """``range`` | ``pypto.loop`` | ``loop_unroll`` | ``other`` for a for-loop, else None."""
+        """``range`` | ``pypto.loop`` | ``loop_unroll`` | ``other`` for a for-loop, else None (read once:
+        a node's statement is never replaced)."""
         if not isinstance(self.stmt, (ast.For, ast.AsyncFor)):
             return None
         it = self.stmt.iter
@@ -164,13 +166,23 @@ class Program:
     kernel: Node | None
     constants: dict[str, int]
     _values: Any = field(default=None, repr=False, compare=False)  # opdesign.validate.values.read_values
+    #: the whole walk, listed on its first use (not an init field: ``dataclasses.replace`` starts afresh)
+    _walked: list[tuple[Node, tuple[Node, ...]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def walk(self, nodes: list[Node] | None = None, loops: tuple[Node, ...] = ()) -> Iterator[tuple[Node, tuple[Node, ...]]]:
-        """Every node in textual order with the for-loops enclosing it (outermost first)."""
-        for node in self.nodes if nodes is None else nodes:
+        """Every node in textual order with the for-loops enclosing it (outermost first). The walk of the
+        whole program is listed once (the rules walk it many times; its nodes are never edited)."""
+        if nodes is None and not loops:
+            if self._walked is None:
+                self._walked = list(self._walk(self.nodes, ()))
+            return iter(self._walked)
+        return self._walk(self.nodes if nodes is None else nodes, loops)
+
+    def _walk(self, nodes: list[Node], loops: tuple[Node, ...]) -> Iterator[tuple[Node, tuple[Node, ...]]]:
+        for node in nodes:
             yield node, loops
             inner = loops + (node,) if node.loop_kind else loops
-            yield from self.walk(node.body, inner)
+            yield from self._walk(node.body, inner)
 
     def calls(self) -> Iterator[tuple[ast.Call, Node, tuple[Node, ...]]]:
         for node, loops in self.walk():

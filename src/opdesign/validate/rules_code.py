@@ -148,7 +148,12 @@ def accumulators(program: Program) -> dict[str, set[int]]:
         if not isinstance(s, (ast.Assign, ast.AugAssign)):
             continue
         read = codeflow.names_in(s.value)
-        read |= {n for r in read for n in source.get(r, ())}
+        extra: set[str] = set()
+        for r in read:
+            got = source.get(r)
+            if got:
+                extra |= got
+        read |= extra
         for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
             if isinstance(t, ast.Name):
                 source[t.id] = set(read)

@@ -1,0 +1,115 @@
+"""The validator's shortcuts give what the long way gives: the plain-text inline shortcut of the markdown
+parser (:mod:`opdesign.validate.mdinline`), the listed walk of a program, the paused garbage collector."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from opdesign.validate import mdinline, memo, validate_text
+from opdesign.validate.document import _parser, parse
+from opdesign.validate.pseudocode import read_programs
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
+DESIGNS = sorted(FIXTURES.glob("*/*.md"))
+
+
+def _reference() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+
+
+def _dump(tokens) -> list:
+    return [(t.type, t.tag, t.nesting, t.content, t.map, t.level, t.info, t.markup, t.attrs, t.hidden,
+             None if t.children is None else _dump(t.children)) for t in tokens]
+
+
+def test_the_validator_parser_uses_the_shortcut() -> None:
+    rules = {r.name: r.fn for r in _parser().core.ruler.__rules__}
+    assert rules["inline"] is mdinline.inline
+
+
+@pytest.mark.parametrize("design", DESIGNS, ids=[f"{p.parent.name}/{p.name}" for p in DESIGNS])
+def test_tokens_are_the_parser_own(design: Path) -> None:
+    text = design.read_text(encoding="utf-8", errors="replace")
+    assert _dump(_parser().parse(text)) == _dump(_reference().parse(text))
+
+
+CELLS = ["", "plain words", "bfloat16", "a: b - c = d + e", "x # y % z ^ w", "{a} $b$ @c", "q > k", "100 %",
+         "`code`", "*em*", "_em_", "a_b", "[link](x)", "![img](y)", "<b>html</b>", "<!-- opdesign: disable=X -->",
+         "&amp;", "a\\*b", "line one\nline two", "trailing  \nbreak", "~~strike~~", "a ] b", "wow!", "tab\there",
+         "汉字 与 English", "  spaced  ", "seq_q", "Q_TILE x KV_TILE", "_lead", "trail_", "a__b", "a_ b", "a _b",
+         "é_é", "1_2", "x_*y*", "[batch, seq_q, head_dim]", "[a](b)", "[a] (b)", "[a][b]", "[ref]", "[[x]]",
+         "a]b[c", "[x]_y", "q[:, 0]"]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_each_kind_of_inline_text_parses_as_markdown_it_parses_it(cell: str) -> None:
+    for text in (cell, f"| a | b |\n|---|---|\n| {cell} | x |\n", f"# {cell}\n", f"para {cell} end\n"):
+        assert _dump(_parser().parse(text)) == _dump(_reference().parse(text)), text
+
+
+REFERENCES = "[ref]: https://example.com\n\n"
+
+
+@pytest.mark.parametrize("cell", [c for c in CELLS if "[" in c or "]" in c])
+def test_brackets_in_a_document_with_link_references(cell: str) -> None:
+    for text in (f"{REFERENCES}| a |\n|---|\n| {cell} |\n", f"{REFERENCES}para {cell}\n", f"{cell}\n\n{REFERENCES}"):
+        assert _dump(_parser().parse(text)) == _dump(_reference().parse(text)), text
+
+
+def test_another_configuration_keeps_the_parser_rule() -> None:
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    before = {r.name: r.fn for r in md.core.ruler.__rules__}["inline"]
+    mdinline.install(md)
+    assert {r.name: r.fn for r in md.core.ruler.__rules__}["inline"] is before
+    assert md.parse("~~x~~")[1].children[0].type == "s_open"
+
+
+def test_two_texts_two_documents() -> None:
+    a, b = parse("# One\n\nplain a\n"), parse("# Two\n\nplain b\n")
+    assert [s.text for s in a.spans] == ["One", "plain a"] and [s.text for s in b.spans] == ["Two", "plain b"]
+
+
+def _program(code: str):
+    doc = parse(f"## Pseudocode\n\n```python\n{code}```\n")
+    programs, _n = read_programs(doc)
+    return programs[0]
+
+
+def _uncached(program) -> list:
+    return [(n, loops) for n, loops in program._walk(program.nodes, ())]
+
+
+def test_the_listed_walk_is_the_walk_of_its_own_program() -> None:
+    one = _program("for i in range(4):\n    x = f(i)\n")
+    two = _program("y = g()\nfor j in pypto.loop(n):\n    for k in range(2):\n        z = h(j, k)\n")
+    for program in (one, two, one, two):
+        assert list(program.walk()) == _uncached(program)
+    assert [n.line for n, _l in one.walk()] != [n.line for n, _l in two.walk()]
+    assert [[loop.loop_kind for loop in loops] for _n, loops in two.walk()] == [[], [], ["pypto.loop"],
+                                                                              ["pypto.loop", "range"]]
+    other = dataclasses.replace(one, nodes=two.nodes)  # a replaced program walks its own nodes
+    assert list(other.walk()) == _uncached(two)
+
+
+def test_the_collector_is_on_after_a_run_and_left_off_when_it_was_off() -> None:
+    memo.clear()
+    assert gc.isenabled()
+    validate_text("# x\n")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        memo.clear()
+        validate_text("# y\n")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError), memo.gc_paused():
+        assert not gc.isenabled()
+        raise ZeroDivisionError
+    assert gc.isenabled()
