@@ -8,6 +8,8 @@ import gc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -113,3 +115,15 @@ def test_the_collector_is_on_after_a_run_and_left_off_when_it_was_off() -> None:
         assert not gc.isenabled()
         raise ZeroDivisionError
     assert gc.isenabled()
+
+
+_PIECES = list("ab_Z09 [](){}!*`\\<>&~:#|-=+@^$%\"'.,;中é\t") + ["_a_", "a_b", "](", "[x]", "__", "**", "&amp;", "\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join), st.booleans(),
+       st.sampled_from(["para", "cell", "head"]))
+def test_any_inline_text_parses_as_markdown_it_parses_it(text: str, references: bool, where: str) -> None:
+    body = {"para": f"{text}\n", "cell": f"| a | b |\n|---|---|\n| {text} | x |\n", "head": f"# {text}\n"}[where]
+    doc = (REFERENCES if references else "") + body
+    assert _dump(_parser().parse(doc)) == _dump(_reference().parse(doc)), doc
