@@ -148,12 +148,7 @@ def accumulators(program: Program) -> dict[str, set[int]]:
         if not isinstance(s, (ast.Assign, ast.AugAssign)):
             continue
         read = codeflow.names_in(s.value)
-        extra: set[str] = set()
-        for r in read:
-            got = source.get(r)
-            if got:
-                extra |= got
-        read |= extra
+        read |= {n for r in read for n in source.get(r, ())}
         for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
             if isinstance(t, ast.Name):
                 source[t.id] = set(read)
