@@ -208,24 +208,26 @@ def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inv.reshape(-1)
 
 
-def _split_ends(mid: np.ndarray | tuple[int, int], period: int, cores: int, repeats: int) -> np.ndarray:
+def _split_ends(mid: np.ndarray | tuple[int, int], period: int, cores: int, repeats: np.ndarray) -> np.ndarray:
     """Blocks on cores ``0..c`` for each core ``c`` of the contiguous greedy split of a pattern with
-    doubled midpoints ``mid`` and total ``period``, repeated ``repeats`` times: the closed form of
-    :func:`opdesign.plan.blocks.greedy_balance` (one division and one bisection per core).
+    doubled midpoints ``mid`` and total ``period``, repeated ``repeats[j]`` times (one row per count):
+    the closed form of :func:`opdesign.plan.blocks.greedy_balance` (one division and one bisection per
+    core), for all the head groups of a tile pair at once.
 
     ``mid`` is ``(k, n)`` for ``n`` blocks of ``k`` KV steps each (midpoints ``k (2 i + 1)``: the
     bisection is a division, no array of the pattern)."""
     n, last = (mid[1], mid[0] * (2 * mid[1] - 1)) if isinstance(mid, tuple) else (len(mid), int(mid[-1]))
-    bound = np.arange(1, cores, dtype=np.int64) * (2 * repeats * period)
-    # np.minimum(np.maximum(...)) is np.clip on ints without its per-call overhead (one split per head group)
-    full = np.minimum(np.maximum(-(-(bound - last * cores) // (2 * period * cores)), 0), repeats)
+    reps = repeats.astype(np.int64).reshape(-1, 1)
+    bound = np.arange(1, cores, dtype=np.int64) * (2 * reps * period)
+    # np.minimum(np.maximum(...)) is np.clip on ints without its per-call overhead
+    full = np.minimum(np.maximum(-(-(bound - last * cores) // (2 * period * cores)), 0), reps)
     under = -(-(bound - 2 * full * period * cores) // cores)  # midpoints below this in the partial copy
     if isinstance(mid, tuple):  # k (2 i + 1) < under  <=>  i < (under - k) / 2k
         part = np.minimum(np.maximum(-((mid[0] - under) // (2 * mid[0])), 0), n)
     else:
         part = np.searchsorted(mid, under, side="left")
-    ends = full * n + np.where(full == repeats, 0, part)
-    return np.concatenate((ends, np.array([repeats * n], dtype=np.int64)))
+    ends = full * n + np.where(full == reps, 0, part)
+    return np.concatenate((ends, reps * n), axis=1)
 
 
 def _prefix_before(k: int, prefix: np.ndarray) -> int:
@@ -254,7 +256,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     The busiest core holds a contiguous run of units, so each ``(q, kv)`` tile pair costs one
     pass over its q blocks (counts, running sums) and each head group a closed-form split
-    (:func:`_split_ends`, ``O(cores log q blocks)``), never one step per unit.
+    (:func:`_split_ends`, ``O(cores log q blocks)``, all head groups of the pair at once), never one step per unit.
     """
     s = ctx.spec.shape
     cores = ctx.cube_cores
@@ -274,24 +276,25 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             period = int(prefix[-1])
             mid = 2 * prefix - ks  # doubled midpoint of each q block in the first copy (weights scale with g alike)
         static = max(int(ks.max()), 1) <= ctx.static_range
-        splits: dict[int, tuple | None] = {}
+        splits: dict[int, tuple | None] = {g: None for g in sorted({g for _, g, _ in rows})}
+        live = [g for g in splits if period and s.batch * (s.num_heads // g)]  # head groups with a valid block
+        if live:  # the split of every head group of the pair in one pass
+            groups = np.array(live, dtype=np.int64).reshape(-1, 1)
+            reps = s.batch * (s.num_heads // groups)
+            ends = _split_ends(mid, period, cores, reps)
+            if uniform:
+                at = ends * (k0 * groups)
+            else:
+                copies, rest = np.divmod(ends, n)
+                at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * groups
+            loads = np.diff(at, axis=1, prepend=0).astype(np.float64)
+            busy = np.argmax(loads, axis=1)
+            for j, g in enumerate(live):
+                b = int(busy[j])
+                splits[g] = (float(loads[j].max()), int(np.count_nonzero(loads[j])), float(loads[j].sum()),
+                             int(ends[j, b - 1]) if b else 0, int(ends[j, b]), int(reps[j, 0]))
         body_prefix: dict[int, np.ndarray] = {}  # dispatched bodies per unit, running sums, per unroll factor
         for i, g, u in rows:
-            if g not in splits:
-                repeats = s.batch * (s.num_heads // g)
-                if period == 0 or repeats == 0:
-                    splits[g] = None
-                else:
-                    ends = _split_ends(mid, period, cores, repeats)
-                    if uniform:
-                        at = ends * (k0 * g)
-                    else:
-                        copies, rest = np.divmod(ends, n)
-                        at = (copies * period + np.where(rest > 0, prefix[rest - 1], 0)) * g
-                    loads = (at - np.concatenate((np.zeros(1, dtype=at.dtype), at[:-1]))).astype(np.float64)
-                    busy = int(np.argmax(loads))
-                    splits[g] = (float(loads.max()), int(np.count_nonzero(loads)), float(loads.sum()),
-                                 int(ends[busy - 1]) if busy else 0, int(ends[busy]), repeats)
             if splits[g] is None:
                 continue  # no valid block: every figure 0
             tasks, busy_cores, total, start, end, repeats = splits[g]
