@@ -19,7 +19,6 @@ from opdesign.validate import astnodes
 _OWN_SCOPE = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
 #: node classes without fields (the visitor has no method for any of them)
 _NO_FIELDS = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
-_FIELDLESS = frozenset(cls for base in _NO_FIELDS for cls in base.__subclasses__())
 
 
 class Order(ast.NodeVisitor):
@@ -38,21 +37,16 @@ class Order(ast.NodeVisitor):
         stack: list[ast.AST | tuple[str, ast.AST]] = [node]
         while stack:
             item = stack.pop()
-            cls = type(item)
-            if cls is ast.Name:  # the commonest nodes first (by exact class; subclasses take the checks below)
+            if isinstance(item, ast.Name):  # the commonest nodes first
                 self.visit_Name(item)
-            elif cls in _FIELDLESS:
-                continue
+            elif isinstance(item, _NO_FIELDS):
+                continue  # an operator or a load / store marker: nothing to visit
             elif isinstance(item, tuple):  # a walrus target, stored after its value
                 self.store(item[1])
-            elif isinstance(item, ast.Name):
-                self.visit_Name(item)
             elif isinstance(item, ast.NamedExpr):
                 stack += [("store", item.target), item.value]
             elif isinstance(item, ast.expr) and not isinstance(item, _OWN_SCOPE):
                 stack.extend(reversed(astnodes.children(item)))
-            elif isinstance(item, _NO_FIELDS):
-                continue  # an operator or a load / store marker: nothing to visit
             else:
                 super().visit(item)
 
