@@ -140,8 +140,10 @@ class Answers:
 
 def _warm_worker() -> None:
     """Load what every design call needs (planner, renderer, cost model, catalog) in a fresh worker."""
+    from opdesign import pydplugins
     from opdesign.npthreads import import_numpy
 
+    pydplugins.install()
     import_numpy()
     import opdesign.costmodel.rank  # noqa: F401
     import opdesign.pipeline  # noqa: F401
