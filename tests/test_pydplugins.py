@@ -68,6 +68,8 @@ def test_the_scan_reads_each_kind_of_metadata_folder(tmp_path) -> None:
     egg_info = tmp_path / "eggi" / "old.egg-info"
     egg_info.mkdir(parents=True)
     (egg_info / "entry_points.txt").write_text("[pydantic]\nold = old:plugin\n", encoding="utf-8")
+    (tmp_path / "eggf").mkdir()
+    (tmp_path / "eggf" / "legacy-1.0.egg-info").write_text("Metadata-Version: 1.0\nName: legacy\n", encoding="utf-8")
     (tmp_path / "egg").mkdir()
     (tmp_path / "egg" / "thing-1.0-py3.11.egg").mkdir()
     with zipfile.ZipFile(tmp_path / "lib.zip", "w") as zf:
@@ -75,10 +77,11 @@ def test_the_scan_reads_each_kind_of_metadata_folder(tmp_path) -> None:
     assert pydplugins.declares_plugins([str(tmp_path / "none"), str(tmp_path / "other")]) is False
     assert pydplugins.declares_plugins([str(tmp_path / "other"), str(tmp_path / "plug")]) is True
     assert pydplugins.declares_plugins([str(tmp_path / "eggi")]) is True
+    assert pydplugins.declares_plugins([str(tmp_path / "eggf")]) is False  # an .egg-info file holds no entry points
     assert pydplugins.declares_plugins([str(tmp_path / "egg")]) is None  # an .egg: left to importlib.metadata
     assert pydplugins.declares_plugins([str(tmp_path / "lib.zip")]) is None  # a zip: likewise
     assert pydplugins.declares_plugins([str(tmp_path / "missing")]) is False  # a path entry that does not exist
-    for folder in ("none", "other", "plug", "eggi"):
+    for folder in ("none", "other", "plug", "eggi", "eggf"):
         paths = [str(tmp_path / folder)]
         found = [ep for dist in importlib.metadata.distributions(path=paths) for ep in dist.entry_points
                  if ep.group == "pydantic"]

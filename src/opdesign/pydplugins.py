@@ -63,7 +63,7 @@ def _group_in(path: str) -> bool | None:
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no such file, or an ``.egg-info`` that is a file
         return False
     except (OSError, UnicodeDecodeError):
         return None
