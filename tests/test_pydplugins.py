@@ -14,10 +14,14 @@ from pathlib import Path
 from opdesign import pydplugins
 
 _PLUGIN = '''
+import os
 calls = []
 class _Plugin:
     def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
         calls.append(schema_type.__name__)
+        if os.environ.get("FAKEPLUG_LOG"):
+            with open(os.environ["FAKEPLUG_LOG"], "a", encoding="utf-8") as fh:
+                fh.write(getattr(schema_type, "__name__", "?") + "\\n")
         return None, None, None
 plugin = _Plugin()
 '''
@@ -65,11 +69,17 @@ def test_the_scan_reads_each_kind_of_metadata_folder(tmp_path) -> None:
     _dist(tmp_path / "none", "plain", None)
     _dist(tmp_path / "other", "tool", "[console_scripts]\ntool = tool:main\n")
     _dist(tmp_path / "plug", "fakeplug", "[console_scripts]\nx = y:z\n\n[pydantic]\nfake = fakeplug:plugin\n")
+    _dist(tmp_path / "brackets", "odd", "# comment\r\n[[pydantic]]\r\n\todd = odd:plugin\r\n")  # read as [pydantic]
+    _dist(tmp_path / "empty", "hollow", "[pydantic]\n# no entry\n\n[console_scripts]\nh = h:main\n")
+    _dist(tmp_path / "upper", "shout", "[PYDANTIC]\nx = shout:plugin\n")  # another group: names are exact
     egg_info = tmp_path / "eggi" / "old.egg-info"
     egg_info.mkdir(parents=True)
     (egg_info / "entry_points.txt").write_text("[pydantic]\nold = old:plugin\n", encoding="utf-8")
     (tmp_path / "eggf").mkdir()
     (tmp_path / "eggf" / "legacy-1.0.egg-info").write_text("Metadata-Version: 1.0\nName: legacy\n", encoding="utf-8")
+    egg_on_path = tmp_path / "direct-1.0.egg" / "EGG-INFO"
+    egg_on_path.mkdir(parents=True)
+    (egg_on_path / "entry_points.txt").write_text("[pydantic]\nd = direct:plugin\n", encoding="utf-8")
     (tmp_path / "egg").mkdir()
     (tmp_path / "egg" / "thing-1.0-py3.11.egg").mkdir()
     with zipfile.ZipFile(tmp_path / "lib.zip", "w") as zf:
@@ -80,8 +90,9 @@ def test_the_scan_reads_each_kind_of_metadata_folder(tmp_path) -> None:
     assert pydplugins.declares_plugins([str(tmp_path / "eggf")]) is False  # an .egg-info file holds no entry points
     assert pydplugins.declares_plugins([str(tmp_path / "egg")]) is None  # an .egg: left to importlib.metadata
     assert pydplugins.declares_plugins([str(tmp_path / "lib.zip")]) is None  # a zip: likewise
+    assert pydplugins.declares_plugins([str(tmp_path / "direct-1.0.egg")]) is None  # an egg as the path entry
     assert pydplugins.declares_plugins([str(tmp_path / "missing")]) is False  # a path entry that does not exist
-    for folder in ("none", "other", "plug", "eggi", "eggf"):
+    for folder in ("none", "other", "plug", "eggi", "eggf", "brackets", "empty", "upper"):
         paths = [str(tmp_path / folder)]
         found = [ep for dist in importlib.metadata.distributions(path=paths) for ep in dist.entry_points
                  if ep.group == "pydantic"]
@@ -102,8 +113,24 @@ def test_an_installed_plugin_is_loaded_and_called_by_pydantic(tmp_path) -> None:
     assert result["plugin_calls"] == ["Tile"]  # pydantic's own loader found the plugin and used it
 
 
-def test_plugins_switched_off_by_pydantic_s_variable_take_the_stand_in(tmp_path) -> None:
+def test_pydantic_s_own_switch_is_left_to_pydantic(tmp_path) -> None:
     _dist(tmp_path, "fakeplug", "[pydantic]\nfake = fakeplug:plugin\n")
     (tmp_path / "fakeplug.py").write_text(_PLUGIN, encoding="utf-8")
     result = _probe(tmp_path, {"PYDANTIC_DISABLE_PLUGINS": "__all__"})
-    assert result["stand_in"] is True and result["plugin_calls"] is None
+    assert result["stand_in"] is False and result["plugin_calls"] is None  # pydantic's loader, and it loads none
+
+
+def test_a_plugin_is_called_in_a_typer_command_too(tmp_path) -> None:
+    """Typer sets PYDANTIC_DISABLE_PLUGINS=1 for a moment while it builds its own validators; the plugin
+    must still be used for opdesign's models afterwards, as it is without the finder."""
+    _dist(tmp_path, "fakeplug", "[pydantic]\nfake = fakeplug:plugin\n")
+    (tmp_path / "fakeplug.py").write_text(_PLUGIN, encoding="utf-8")
+    log = tmp_path / "calls.txt"
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    src = str(Path(pydplugins.__file__).resolve().parents[1])
+    env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), src]), FAKEPLUG_LOG=str(log))
+    spec = Path(src).parent / "examples" / "specs" / "dense_fa_8192.yaml"
+    run = subprocess.run([sys.executable, "-m", "opdesign", "estimate", "--spec", str(spec)], capture_output=True,
+                         text=True, check=False, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "Spec" in log.read_text(encoding="utf-8").split()  # the SPEC model was built with the plugin

@@ -8,12 +8,14 @@ and ``rank`` run (``benchmarks/bench_startup.py``), and finds nothing: opdesign 
 
 :func:`install` puts a finder first on ``sys.meta_path`` that waits for that one import. It then reads
 the same metadata directly: the ``entry_points.txt`` of each ``*.dist-info`` / ``*.egg-info`` folder in
-the folders of ``sys.path``, which is where ``importlib.metadata`` finds them. When none declares a
-``[pydantic]`` group, or ``PYDANTIC_DISABLE_PLUGINS`` switches plugins off, pydantic's own
-``get_plugins()`` would return no plugin, and the finder loads a stand-in module that says exactly that.
-Whenever the answer is not that plain (a zip or ``.egg`` on the path, a finder of distributions other
-than the standard one, a declared plugin, a folder that cannot be listed), the finder steps aside and
-pydantic discovers as usual. The finder leaves ``sys.meta_path`` after that first import, and a
+the folders of ``sys.path``, which is where ``importlib.metadata`` finds them, read the way it reads
+them (a ``[...]`` header, then entries). When none declares an entry of the group ``pydantic``,
+pydantic's own ``get_plugins()`` could only return no plugin, and the finder loads a stand-in module
+that says exactly that. Whenever the answer is not that plain (a zip or an ``.egg`` on the path, a
+finder of distributions other than the standard one, a declared plugin, a folder or file that cannot
+be read), the finder steps aside and pydantic discovers as usual, ``PYDANTIC_DISABLE_PLUGINS``
+included: pydantic reads that variable on every call, and Typer sets it for a moment while it builds
+its own validators, so the finder never decides by it. The finder leaves ``sys.meta_path`` after that first import, and a
 command that builds no validator (``--help``, ``golden``) never pays for the scan.
 
 Installed by the command entry points (the CLI, the MCP server and its workers), never on import of a
@@ -27,7 +29,6 @@ import sys
 
 LOADER = "pydantic.plugin._loader"
 GROUP = "pydantic"
-_OFF = ("__all__", "1", "true")  # the values pydantic reads as "all plugins off"
 
 
 def declares_plugins(paths: list[str] | None = None) -> bool | None:
@@ -39,6 +40,8 @@ def declares_plugins(paths: list[str] | None = None) -> bool | None:
         return None
     for entry in sys.path if paths is None else paths:
         folder = entry or "."
+        if folder.lower().rstrip("/\\").endswith(".egg"):  # an egg on the path: its EGG-INFO is read too
+            return None
         if not os.path.isdir(folder):
             if os.path.exists(folder):  # a zip on the path: its metadata is read through zipfile
                 return None
@@ -67,7 +70,15 @@ def _group_in(path: str) -> bool | None:
         return False
     except (OSError, UnicodeDecodeError):
         return None
-    return any(line.strip() == f"[{GROUP}]" for line in text.splitlines())
+    section = None
+    for line in map(str.strip, text.splitlines()):  # importlib.metadata's Sectioned.read, line by line
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == GROUP:
+            return True
+    return False
 
 
 def _no_plugins() -> tuple:
@@ -82,7 +93,7 @@ class _Finder:
         if fullname != LOADER:
             return None
         uninstall()
-        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in _OFF and declares_plugins() is not False:
+        if declares_plugins() is not False:
             return None  # the next finders load pydantic's own module
         from importlib.machinery import ModuleSpec
 
@@ -97,6 +108,8 @@ class _Finder:
         module.__doc__ = "opdesign's stand-in: no pydantic plugin is installed (opdesign.pydplugins)"
         module.get_plugins = _no_plugins
         module.PYDANTIC_ENTRY_POINT_GROUP = GROUP
+        module._plugins = {}
+        module._loading_plugins = False
 
 
 def install() -> None:
