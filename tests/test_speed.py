@@ -34,8 +34,8 @@ print(json.dumps({"code": code, "loaded": [m for m in %r if m in sys.modules]}))
 """
 
 
-def _loaded(argv: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", _PROBE % (HEAVY,), json.dumps(argv)], capture_output=True,
+def _loaded(argv: list[str], modules: tuple[str, ...] = HEAVY) -> dict:
+    out = subprocess.run([sys.executable, "-c", _PROBE % (modules,), json.dumps(argv)], capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout)
 
@@ -57,6 +57,13 @@ def test_light_commands_load_neither_numpy_nor_jinja_nor_the_cost_model(argv, al
 def test_estimate_does_not_load_the_cost_model() -> None:
     result = _loaded(["estimate", "--spec", str(EXAMPLES / "dense_fa_8192.yaml")])
     assert result["code"] == 0 and "opdesign.costmodel" not in result["loaded"] and "numpy" not in result["loaded"]
+
+
+def test_new_renders_the_kernel_without_loading_the_self_check_runner(tmp_path) -> None:
+    runner = ("opdesign.pypto_run.selfcheck", "argparse", "subprocess", "importlib.metadata")
+    result = _loaded(["new", "--spec", str(EXAMPLES / "dense_fa_8192.yaml"), "--out", str(tmp_path / "d")], runner)
+    assert result == {"code": 0, "loaded": []}
+    assert (tmp_path / "d" / "dense_fa_8192_kernel.py").read_text(encoding="utf-8").count("# --- self-check") == 1
 
 
 def test_one_jinja_environment_per_process() -> None:

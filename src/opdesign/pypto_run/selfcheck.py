@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._lazy import ExtraMissing, UnsupportedRelease, require_supported_release
+from .marker import HARNESS_MARKER  # the line that ends the kernel proper (PART A, the DESIGN.md pseudocode)
 
-#: Line that ends the kernel proper (PART A, the DESIGN.md pseudocode) in a generated file.
-HARNESS_MARKER = "# --- self-check (host side, not part of the design)"
 HARNESS_NAMES = ("KERNEL_FUNCTION", "TOLERANCE", "CONFIGS")
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2

@@ -23,7 +23,7 @@ from jinja2.bccache import Bucket
 
 from opdesign.paths import cache_root, data_dir
 from opdesign.plan.models import Plan
-from opdesign.pypto_run.selfcheck import HARNESS_MARKER
+from opdesign.pypto_run.marker import HARNESS_MARKER
 from opdesign.render.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
 from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
@@ -118,7 +118,7 @@ def render_kernel(plan: Plan) -> str:
     """``<op_name>_kernel.py``: the plan as a real PyPTO 0.2.0 kernel, then its self-check harness.
 
     The file is the kernel proper (``@pypto.frontend.jit`` function, constants, dynamic axes),
-    the :data:`~opdesign.pypto_run.selfcheck.HARNESS_MARKER` line, and the host side: torch
+    the :data:`~opdesign.pypto_run.marker.HARNESS_MARKER` line, and the host side: torch
     golden, typical configs and a ``__main__`` that runs opdesign's verify adapter.
     """
     return _env().get_template(f"{skeleton_dir(plan)}/kernel.py.j2").render(plan=plan)
