@@ -15,7 +15,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -70,6 +69,8 @@ def _store(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically; a folder that cannot be written is left alone."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when a store is written: a read loads no tempfile / shutil
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
