@@ -11,6 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from conftest import EXAMPLES
 from opdesign import pydplugins
 
 _PLUGIN = '''
@@ -129,7 +130,7 @@ def test_a_plugin_is_called_in_a_typer_command_too(tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     src = str(Path(pydplugins.__file__).resolve().parents[1])
     env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), src]), FAKEPLUG_LOG=str(log))
-    spec = Path(src).parent / "examples" / "specs" / "dense_fa_8192.yaml"
+    spec = EXAMPLES / "dense_fa_8192.yaml"
     run = subprocess.run([sys.executable, "-m", "opdesign", "estimate", "--spec", str(spec)], capture_output=True,
                          text=True, check=False, env=env)
     assert run.returncode == 0, run.stderr
