@@ -2,9 +2,10 @@
 
 The first time pydantic builds a validator it imports ``pydantic.plugin._loader``, which imports
 ``importlib.metadata`` (and with it the ``email`` package) and scans every installed distribution for
-entry points of the group ``pydantic``. On the CI machine that costs about 130 million instructions,
-0.7 times a bare ``python -c "import ast, json, yaml"``, in every ``new``, ``validate``, ``estimate``
-and ``rank`` run (``benchmarks/bench_startup.py``), and finds nothing: opdesign uses no pydantic plugin.
+entry points of the group ``pydantic``. In a bare interpreter that import and scan cost 130 million
+instructions, 0.7 times a ``python -c "import ast, json, yaml"``; in ``opdesign new`` and ``validate``,
+which load part of the same standard library anyway, skipping them saves about 60 million, 4-5 % of the
+run (callgrind, ``benchmarks/bench_startup.py`` for CPU time). opdesign uses no pydantic plugin.
 
 :func:`install` puts a finder first on ``sys.meta_path`` that waits for that one import. It then reads
 the same metadata directly: the ``entry_points.txt`` of each ``*.dist-info`` / ``*.egg-info`` folder in
