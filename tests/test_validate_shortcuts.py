@@ -3,6 +3,7 @@ parser (:mod:`opdesign.validate.mdinline`), the listed walk of a program, the pa
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import gc
 from pathlib import Path
@@ -14,6 +15,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from opdesign.validate import mdinline, memo, validate_text
+from opdesign.validate.codeorder import Carried, Order
 from opdesign.validate.document import _parser, parse
 from opdesign.validate.pseudocode import read_programs
 
@@ -127,3 +129,65 @@ def test_any_inline_text_parses_as_markdown_it_parses_it(text: str, references: 
     body = {"para": f"{text}\n", "cell": f"| a | b |\n|---|---|\n| {text} | x |\n", "head": f"# {text}\n"}[where]
     doc = (REFERENCES if references else "") + body
     assert _dump(_parser().parse(doc)) == _dump(_reference().parse(doc)), doc
+
+
+def _carried_by_one_pass(loop: ast.For | ast.While) -> set[str]:
+    """The loop-carried names the long way: one binding-order pass over the body."""
+    order = Order(set(), branches=True)
+    for stmt in loop.body:
+        order.visit(stmt)
+    return {name for name, _line in order.reads} & (set(order.first_bind) | order.written)
+
+
+_NAMES = st.sampled_from(["a", "b", "m", "o"])
+_EXPRS = st.one_of(_NAMES, st.just("1"), _NAMES.map(lambda n: f"f({n}, a)"), _NAMES.map(lambda n: f"(b := {n} + 1)"),
+                   _NAMES.map(lambda n: f"[x for x in {n}]"), _NAMES.map(lambda n: f"{n}[0]"))
+
+
+_LEAVES = st.one_of(
+    st.tuples(_NAMES, _EXPRS).map(lambda p: f"{p[0]} = {p[1]}"),
+    st.tuples(_NAMES, _EXPRS).map(lambda p: f"{p[0]} += {p[1]}"),
+    st.tuples(_NAMES, _EXPRS).map(lambda p: f"{p[0]}[:] = {p[1]}"),
+    _EXPRS.map(lambda e: f"g({e})"),
+    st.tuples(_NAMES, _EXPRS).map(lambda p: f"with h({p[1]}) as {p[0]}:\n    pass"),
+)
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _block(depth: int) -> st.SearchStrategy[list[str]]:
+    leaf = _LEAVES.map(lambda s: s.split("\n"))
+    if depth == 0:
+        return st.lists(leaf, min_size=1, max_size=3).map(lambda parts: [line for p in parts for line in p])
+    inner = _block(depth - 1)
+    compound = st.one_of(
+        st.tuples(_NAMES, inner).map(lambda p: [f"for {p[0]} in range(n):", *_indent(p[1])]),
+        st.tuples(_EXPRS, inner, inner).map(lambda p: [f"if {p[0]}:", *_indent(p[1]), "else:", *_indent(p[2])]),
+        st.tuples(_EXPRS, inner).map(lambda p: [f"if {p[0]}:", *_indent(p[1])]),
+        st.tuples(_EXPRS, inner).map(lambda p: [f"while {p[0]}:", *_indent(p[1])]),
+        st.tuples(_NAMES, inner, inner).map(lambda p: [f"for {p[0]} in range(n):", *_indent(p[1]), "else:",
+                                                       *_indent(p[2])]),
+    )
+    return st.lists(st.one_of(leaf, compound), min_size=1, max_size=4).map(
+        lambda parts: [line for p in parts for line in p])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_block(3))
+def test_carried_composed_from_statements_is_one_pass_over_the_body(lines: list[str]) -> None:
+    """:class:`~opdesign.validate.codeorder.Carried` (each statement summarised once, shared between
+    the loops of the tree) names what one :class:`Order` pass over each loop body names."""
+    tree = ast.parse("\n".join(lines))
+    summaries = Carried()
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
+    for loop in reversed(loops):  # inner loops first, so outer ones reuse their summaries
+        assert summaries.of(loop) == _carried_by_one_pass(loop), ast.unparse(loop)
+
+
+def test_carried_counts_a_name_only_both_branches_bind() -> None:
+    loop = ast.parse("for kj in range(n):\n    if kj == 0:\n        m = m_blk\n    else:\n        m = f(m)\n"
+                     "    if kj == 0:\n        o = 1\n    o = g(o)\n"
+                     "    if kj == 0:\n        p = 1\n    else:\n        p = 2\n    p = g(p)\n").body[0]
+    assert Carried().of(loop) == {"m", "o"} == _carried_by_one_pass(loop)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from typing import NamedTuple
 
 from opdesign.validate.pseudocode import Program
 from opdesign.validate import astnodes
@@ -160,11 +161,80 @@ def module_names(program: Program) -> set[str]:
     return defined_names(program, assigned=True)
 
 
-def carried(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+class _Summary(NamedTuple):
+    """What one statement (or a run of statements) does to binding order, from nothing bound before it."""
+
+    reads: frozenset[str]  # names read while not yet bound
+    bound: frozenset[str]  # names surely bound after it
+    stored: frozenset[str]  # every name it stores
+    written: frozenset[str]  # names written through a subscript
+
+
+_EMPTY = _Summary(frozenset(), frozenset(), frozenset(), frozenset())
+
+
+def _of_order(order: Order) -> _Summary:
+    return _Summary(frozenset(name for name, _line in order.reads), frozenset(order.bound),
+                    frozenset(order.first_bind), frozenset(order.written))
+
+
+def _then(first: _Summary, second: _Summary) -> _Summary:
+    """``first`` followed by ``second``: what ``second`` reads counts only if ``first`` did not bind it."""
+    return _Summary(first.reads | (second.reads - first.bound), first.bound | second.bound,
+                    first.stored | second.stored, first.written | second.written)
+
+
+class Carried:
+    """:func:`carried` of the loops of one tree, each statement summarised once.
+
+    An :class:`Order` pass over an outer loop revisits every inner loop's body; here a statement's
+    effect (:class:`_Summary`) is computed once and composed. Starting from a set ``B`` of bound names
+    changes an :class:`Order` pass only by union (its reads are those from an empty start minus ``B``,
+    its bindings those plus ``B``; an ``if`` binds ``B`` plus what both branches bind), so composing
+    summaries gives the names of a pass over the whole body. ``for`` and ``if`` are composed from their
+    parts; any other statement is one :class:`Order` pass. The tree must not change while it is used.
+    """
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[ast.stmt, _Summary]] = {}  # the node is kept: its id stays its own
+
+    def of(self, loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+        body = self._run(loop.body)
+        return set(body.reads & (body.stored | body.written))
+
+    def _run(self, stmts: list[ast.stmt]) -> _Summary:
+        out = _EMPTY
+        for stmt in stmts:
+            out = _then(out, self._stmt(stmt))
+        return out
+
+    def _stmt(self, stmt: ast.stmt) -> _Summary:
+        done = self._done.get(id(stmt))
+        if done is not None:
+            return done[1]
+        if type(stmt) is ast.For:  # Order.visit_For: the iterable, the index, then body and else in order
+            head = Order(set(), branches=True)
+            head.visit(stmt.iter)
+            head.store(stmt.target)
+            out = _then(_of_order(head), self._run(stmt.body + stmt.orelse))
+        elif type(stmt) is ast.If:  # Order.visit_If with branches
+            test = Order(set(), branches=True)
+            test.visit(stmt.test)
+            head, body, orelse = _of_order(test), self._run(stmt.body), self._run(stmt.orelse)
+            out = _Summary(head.reads | ((body.reads | orelse.reads) - head.bound),
+                           head.bound | (body.bound & orelse.bound), head.stored | body.stored | orelse.stored,
+                           head.written | body.written | orelse.written)
+        else:
+            order = Order(set(), branches=True)
+            order.visit(stmt)
+            out = _of_order(order)
+        self._done[id(stmt)] = (stmt, out)
+        return out
+
+
+def carried(loop: ast.For | ast.AsyncFor | ast.While, summaries: Carried | None = None) -> set[str]:
     """Names a loop body reads before this iteration has surely bound them, and assigns somewhere:
     values carried from one iteration to the next (an ``if`` binds a name surely only when both
-    branches do: the SSA first-tile form ``if kj == 0: m = m_blk`` / ``else: ... m ...`` carries m)."""
-    order = Order(set(), branches=True)
-    for stmt in loop.body:
-        order.visit(stmt)
-    return {name for name, _line in order.reads} & (set(order.first_bind) | order.written)
+    branches do: the SSA first-tile form ``if kj == 0: m = m_blk`` / ``else: ... m ...`` carries m).
+    ``summaries`` shares the work between the loops of one tree."""
+    return (summaries or Carried()).of(loop)

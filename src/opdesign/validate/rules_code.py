@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from opdesign.skeletons.registry import FALLBACK
 from opdesign.validate import blockdata as bd
 from opdesign.validate import codeflow
-from opdesign.validate.codeorder import Order, carried, defined_names, module_names
+from opdesign.validate.codeorder import Carried, Order, defined_names, module_names
 from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword, unparse
 from opdesign.validate.registry import Context, Hit, rule
 
@@ -140,6 +140,7 @@ def accumulators(program: Program) -> dict[str, set[int]]:
     ``acc += x``); a same-iteration rebinding (``o_fin = pypto.cast(o_fin, ...)``) is not one."""
     out: dict[str, set[int]] = {}
     carried_by: dict[int, set[str]] = {}
+    summaries = Carried()
     # what each name was computed from, transitively (``m_new = pypto.maximum(m_run, m_blk)``;
     # ``o_old = pypto.view(o_run, ...)``): ``m_run[:] = m_new`` updates m_run from itself
     source: dict[str, set[str]] = {}
@@ -159,7 +160,7 @@ def accumulators(program: Program) -> dict[str, set[int]]:
                 continue
             for loop in reversed(loops):
                 if id(loop) not in carried_by:
-                    carried_by[id(loop)] = carried(loop.stmt)
+                    carried_by[id(loop)] = summaries.of(loop.stmt)
                 if name in carried_by[id(loop)]:
                     out.setdefault(name, set()).add(id(loop))
                     break
