@@ -88,10 +88,12 @@ class Flow:
             if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and call_name(s.value) == "dynamic":
                 self.dynamic |= {t.id for t in s.targets if isinstance(t, ast.Name)}
 
-    def clear(self) -> None:
-        """Forget the values of the current statement (the state changed)."""
-        self._memo.clear()
-        self._scanned.clear()
+    def fork(self) -> Flow:
+        """A Flow for the next statement: the same program facts, an empty memo (the state changed)."""
+        out = object.__new__(Flow)
+        out.program, out.constants, out.dynamic = self.program, self.constants, self.dynamic
+        out._memo, out._scanned = {}, {}
+        return out
 
     def _scan(self, expr: ast.AST, state: State) -> tuple[frozenset[str], bool]:
         """(loop indices, symbolic) of an expression, from its names (memoised per statement)."""
@@ -239,39 +241,55 @@ def _params(flow: Flow, fn: ast.FunctionDef, state: State) -> None:
             state.values[arg.arg] = Value()
 
 
-def walk(program: Program) -> Iterator[tuple[Node, tuple[Node, ...], State, Flow]]:
-    """Each node with its loops and the state *before* it; the state is updated after the yield."""
+def _advance(flow: Flow, state: State, node: Node) -> None:
+    """Bind what ``node`` binds (its state before it is ``state``, updated in place)."""
+    s = node.stmt
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        _params(flow, s, state)
+    elif isinstance(s, ast.Assign):
+        value = flow.value(s.value, state)
+        for target in s.targets:
+            bind(flow, state, target, value)
+    elif isinstance(s, ast.AnnAssign) and s.value is not None:
+        bind(flow, state, s.target, flow.value(s.value, state))
+    elif isinstance(s, (ast.For, ast.AsyncFor)):
+        iter_value = flow.value(s.iter, state)
+        looped = node.loop_kind in ("pypto.loop", "loop_unroll")
+        targets = [s.target] if isinstance(s.target, ast.Name) else list(getattr(s.target, "elts", []))
+        for i, t in enumerate(targets):
+            if not isinstance(t, ast.Name):
+                continue
+            if i == 0 and looped:
+                state.loop_vars[t.id] = node
+                state.values[t.id] = Value(symbolic=True, deps=frozenset({t.id}))
+            else:
+                state.loop_vars[t.id] = node
+                state.values[t.id] = Value(symbolic=iter_value.symbolic and node.loop_kind != "loop_unroll",
+                                           deps=frozenset({t.id}) | iter_value.deps)
+
+
+Step = tuple[Node, tuple[Node, ...], State, Flow]
+
+
+def _steps(program: Program) -> Iterator[Step]:
     flow = Flow(program)
     state = State()
+    for node, loops in program.walk():
+        step = flow.fork()
+        yield node, loops, State(dict(state.values), dict(state.loop_vars)), step
+        _advance(step, state, node)
 
-    def visit(nodes: list[Node], loops: tuple[Node, ...]) -> Iterator[tuple[Node, tuple[Node, ...], State, Flow]]:
-        for node in nodes:
-            yield node, loops, state, flow
-            s = node.stmt
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                _params(flow, s, state)
-            elif isinstance(s, ast.Assign):
-                value = flow.value(s.value, state)
-                for target in s.targets:
-                    bind(flow, state, target, value)
-            elif isinstance(s, ast.AnnAssign) and s.value is not None:
-                bind(flow, state, s.target, flow.value(s.value, state))
-            elif isinstance(s, (ast.For, ast.AsyncFor)):
-                iter_value = flow.value(s.iter, state)
-                looped = node.loop_kind in ("pypto.loop", "loop_unroll")
-                targets = [s.target] if isinstance(s.target, ast.Name) else list(getattr(s.target, "elts", []))
-                for i, t in enumerate(targets):
-                    if not isinstance(t, ast.Name):
-                        continue
-                    if i == 0 and looped:
-                        state.loop_vars[t.id] = node
-                        state.values[t.id] = Value(symbolic=True, deps=frozenset({t.id}))
-                    else:
-                        state.loop_vars[t.id] = node
-                        state.values[t.id] = Value(symbolic=iter_value.symbolic and node.loop_kind != "loop_unroll",
-                                                   deps=frozenset({t.id}) | iter_value.deps)
-            flow.clear()
-            inner = loops + (node,) if node.loop_kind else loops
-            yield from visit(node.body, inner)
 
-    yield from visit(program.nodes, ())
+def walk(program: Program) -> Iterator[Step]:
+    """Each node (textual order, as :meth:`Program.walk`) with its loops, the state *before* it and a
+    :class:`Flow` that evaluates expressions in that state.
+
+    The walk of a program is listed once and kept on it (OD-KN-02 .. 05 read the same walk): each
+    node gets its own copy of the state and its own :class:`Flow` memo, so what a rule asks of one
+    node is what the one-pass walk gave at that node. Rules read the states and values; none edits
+    them."""
+    steps = program._flowed
+    if steps is None:
+        steps = list(_steps(program))
+        program._flowed = steps
+    return iter(steps)

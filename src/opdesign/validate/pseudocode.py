@@ -168,6 +168,8 @@ class Program:
     _values: Any = field(default=None, repr=False, compare=False)  # opdesign.validate.values.read_values
     #: the whole walk, listed on its first use (not an init field: ``dataclasses.replace`` starts afresh)
     _walked: list[tuple[Node, tuple[Node, ...]]] | None = field(default=None, init=False, repr=False, compare=False)
+    #: the walk with the kernel facts at each node (:func:`opdesign.validate.codeflow.walk`), likewise
+    _flowed: list[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def walk(self, nodes: list[Node] | None = None, loops: tuple[Node, ...] = ()) -> Iterator[tuple[Node, tuple[Node, ...]]]:
         """Every node in textual order with the for-loops enclosing it (outermost first). The walk of the
