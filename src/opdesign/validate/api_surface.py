@@ -27,6 +27,8 @@ symbolic scalars. Untyped values (torch tensors of a host harness) are not check
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,7 +227,7 @@ class _Checker:
                 self.bind(elt, (SCALAR, None) if kind and kind[0] == SCALAR else None)
 
     def visit(self, tree: ast.AST) -> None:
-        for node in astnodes.walk(tree):
+        for node in _statements(tree):  # the imports first, in ast.walk order: the last binding of an alias wins
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name == "pypto" or a.name.startswith("pypto."):
@@ -236,12 +238,29 @@ class _Checker:
                     if a.name != "*":
                         self.check_name(node, f"{node.module}.{a.name}")  # from pypto import reduce_sum
         module_types = self.types
-        for node in _ordered(tree):
+        inner: set[int] = set()  # attributes that are the value of an attribute (``pypto.frontend`` of ``.jit``)
+        stack = [tree]
+        while stack:  # every node in source order (statements before the expressions after them)
+            node = stack.pop()
+            below = astnodes.children(node)
+            if below:
+                stack.extend(reversed(below))
+            if isinstance(node, ast.expr):
+                if isinstance(node, ast.Attribute):
+                    if isinstance(node.value, ast.Attribute):
+                        inner.add(id(node.value))
+                    if id(node) not in inner:
+                        dotted = self.resolve(node)
+                        if dotted is not None:
+                            self.check_name(node, dotted)
+                elif isinstance(node, ast.Call):
+                    self.check_call(node)
+                continue
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 # each function types its own names: a torch helper's ``q`` is not the kernel's ``q``
                 self.types = dict(module_types)
                 self.annotate(node)
-            if isinstance(node, ast.Assign):
+            elif isinstance(node, ast.Assign):
                 kind = self.type_of(node.value)
                 for target in node.targets:
                     self.bind(target, kind)
@@ -249,26 +268,19 @@ class _Checker:
                 looped = isinstance(node.iter, ast.Call) and (self.resolve(node.iter.func) or "").rpartition(".")[2] \
                     in ("loop", "loop_unroll")
                 self.bind(node.target, (SCALAR, None) if looped else None)
-            elif isinstance(node, ast.Attribute) and not isinstance(getattr(node, "_parent", None), ast.Attribute):
-                dotted = self.resolve(node)
-                if dotted is not None:
-                    self.check_name(node, dotted)
-            elif isinstance(node, ast.Call):
-                self.check_call(node)
 
 
-def _ordered(tree: ast.AST) -> list[ast.AST]:
-    """Every node in source order (statements before the expressions after them), parents linked."""
-    nodes: list[ast.AST] = []
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
-    def walk(node: ast.AST) -> None:
-        nodes.append(node)
-        for child in astnodes.children(node):
-            child._parent = node  # type: ignore[attr-defined]
-            walk(child)
 
-    walk(tree)
-    return nodes
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """``tree`` and the statements under it in ``ast.walk`` (breadth-first) order: a statement's parent is
+    always a statement, a handler, a match case or the module, so the other nodes need no visit."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child for child in astnodes.children(node) if isinstance(child, _BLOCKS))
+        yield node
 
 
 def check_tree(tree: ast.AST, api: ApiSurface | None = None) -> list[ApiHit]:
