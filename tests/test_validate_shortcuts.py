@@ -191,3 +191,24 @@ def test_carried_counts_a_name_only_both_branches_bind() -> None:
                      "    if kj == 0:\n        o = 1\n    o = g(o)\n"
                      "    if kj == 0:\n        p = 1\n    else:\n        p = 2\n    p = g(p)\n").body[0]
     assert Carried().of(loop) == {"m", "o"} == _carried_by_one_pass(loop)
+
+
+_KERNEL = ("import pypto\n\n\n@pypto.frontend.jit()\ndef k(q: pypto.Tensor((S, D), pypto.DT_BF16)):\n"
+           "    o = pypto.full([S, D], 0.0, pypto.DT_FP32)\n"
+           "    for kj in pypto.loop(4, name='LOOP_kv'):\n"
+           "        o = pypto.cast(pypto.add(o, q), pypto.DT_BF16)\n")
+
+
+def test_the_kept_flow_walk_gives_each_node_the_state_before_it() -> None:
+    """The walk is listed once per program; each node keeps the state before it (a later binding does
+    not show through), and a second reader gets the same steps."""
+    from opdesign.validate import codeflow
+    from opdesign.validate.kernel_source import read_kernel
+
+    program = read_kernel(_KERNEL).program
+    steps = list(codeflow.walk(program))
+    dtypes = [(node.line, None if state.get("o") is None else state.get("o").dtype) for node, _l, state, _f in steps]
+    assert dtypes == [(1, None), (5, None), (6, None), (7, "DT_FP32"), (8, "DT_FP32")]
+    node, _loops, state, flow = steps[4]
+    assert flow.value(node.stmt.value, state).dtype == "DT_BF16"  # the cast, evaluated in the state before it
+    assert list(codeflow.walk(program)) == steps and all(a is b for a, b in zip(codeflow.walk(program), steps))
