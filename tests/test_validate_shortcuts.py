@@ -212,3 +212,22 @@ def test_the_kept_flow_walk_gives_each_node_the_state_before_it() -> None:
     node, _loops, state, flow = steps[4]
     assert flow.value(node.stmt.value, state).dtype == "DT_BF16"  # the cast, evaluated in the state before it
     assert list(codeflow.walk(program)) == steps and all(a is b for a, b in zip(codeflow.walk(program), steps))
+
+
+def test_a_long_program_is_walked_afresh_not_kept() -> None:
+    """Past KEEP_NODES nodes the walk keeps no state copies (they grow as nodes x names), and the rules
+    still see each node's facts: the bf16 accumulator at the end of a long kernel is found."""
+    from opdesign.validate import codeflow
+    from opdesign.validate.engine import validate_kernel_text
+    from opdesign.validate.kernel_source import read_kernel
+
+    filler = "".join(f"    x{i} = pypto.full([S, D], 0.0, pypto.DT_FP32)\n" for i in range(codeflow.KEEP_NODES))
+    text = _KERNEL.replace("    o = pypto.full", filler + "    o = pypto.full")
+    program = read_kernel(text).program
+    assert sum(1 for _ in program.walk()) > codeflow.KEEP_NODES
+    for _step in codeflow.walk(program):
+        pass
+    assert program._flowed is None
+    line = text.splitlines().index("        o = pypto.cast(pypto.add(o, q), pypto.DT_BF16)") + 1
+    found = [(f.rule, f.line) for f in validate_kernel_text(text).findings if f.rule == "OD-KN-03"]
+    assert found == [("OD-KN-03", line)]

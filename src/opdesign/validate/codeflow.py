@@ -269,14 +269,19 @@ def _advance(flow: Flow, state: State, node: Node) -> None:
 
 
 Step = tuple[Node, tuple[Node, ...], State, Flow]
+#: A program of more nodes is walked afresh by each rule instead of kept: a kept walk copies the state
+#: at every node (nodes x names entries), which a long file of distinct names makes quadratic
+#: (a 256 KiB kernel holds some 37,000 statements). Generated kernels have about 360 nodes.
+KEEP_NODES = 1024
 
 
-def _steps(program: Program) -> Iterator[Step]:
+def _steps(program: Program, keep: bool) -> Iterator[Step]:
+    """The walk; ``keep``: each node gets a copy of the state (else the one state, updated after the yield)."""
     flow = Flow(program)
     state = State()
     for node, loops in program.walk():
         step = flow.fork()
-        yield node, loops, State(dict(state.values), dict(state.loop_vars)), step
+        yield node, loops, State(dict(state.values), dict(state.loop_vars)) if keep else state, step
         _advance(step, state, node)
 
 
@@ -284,12 +289,14 @@ def walk(program: Program) -> Iterator[Step]:
     """Each node (textual order, as :meth:`Program.walk`) with its loops, the state *before* it and a
     :class:`Flow` that evaluates expressions in that state.
 
-    The walk of a program is listed once and kept on it (OD-KN-02 .. 05 read the same walk): each
-    node gets its own copy of the state and its own :class:`Flow` memo, so what a rule asks of one
-    node is what the one-pass walk gave at that node. Rules read the states and values; none edits
-    them."""
+    The walk of a program of up to :data:`KEEP_NODES` nodes is listed once and kept on it (OD-KN-02 ..
+    05 read the same walk): each node gets its own copy of the state and its own :class:`Flow` memo, so
+    what a rule asks of one node is what the one-pass walk gave at that node. Rules read the states
+    and values at the node they are given; none edits them, and none keeps a state for a later node."""
     steps = program._flowed
     if steps is None:
-        steps = list(_steps(program))
+        if sum(1 for _ in program.walk()) > KEEP_NODES:
+            return _steps(program, keep=False)
+        steps = list(_steps(program, keep=True))
         program._flowed = steps
     return iter(steps)

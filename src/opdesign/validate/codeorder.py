@@ -185,7 +185,12 @@ def _then(first: _Summary, second: _Summary) -> _Summary:
 
 
 class Carried:
-    """:func:`carried` of the loops of one tree, each statement summarised once.
+    """The names each loop of one tree carries, each statement summarised once.
+
+    :meth:`of` a loop: the names its body reads before this iteration has surely bound them, and
+    assigns somewhere: values carried from one iteration to the next (an ``if`` binds a name surely
+    only when both branches do: the SSA first-tile form ``if kj == 0: m = m_blk`` / ``else: ... m ...``
+    carries m).
 
     An :class:`Order` pass over an outer loop revisits every inner loop's body; here a statement's
     effect (:class:`_Summary`) is computed once and composed. Starting from a set ``B`` of bound names
@@ -230,11 +235,3 @@ class Carried:
             out = _of_order(order)
         self._done[id(stmt)] = (stmt, out)
         return out
-
-
-def carried(loop: ast.For | ast.AsyncFor | ast.While, summaries: Carried | None = None) -> set[str]:
-    """Names a loop body reads before this iteration has surely bound them, and assigns somewhere:
-    values carried from one iteration to the next (an ``if`` binds a name surely only when both
-    branches do: the SSA first-tile form ``if kj == 0: m = m_blk`` / ``else: ... m ...`` carries m).
-    ``summaries`` shares the work between the loops of one tree."""
-    return (summaries or Carried()).of(loop)
