@@ -1,7 +1,7 @@
 """Cost-model fidelity against PyPTO SIM: Spearman rho, Kendall tau and top-1 regret per SPEC (issue 11 item 4).
 
 For each held-out SPEC (benchmarks/specs/fidelity_*.yaml, never used to fit CostParams) the
-``opdesign rank --sim`` machinery (:func:`opdesign.simrank.sim_rank`) simulates the top K and K
+``opdesign rank --sim`` machinery (:func:`opdesign.workflows.sim_rank.sim_rank`) simulates the top K and K
 evenly spaced candidates (K = 10: 20 candidates a SPEC) on the SPEC's typical shape and compares
 ``score_cycles`` with ``sim_us``. Per SPEC it prints the simulated rows, rho, tau, the SIM rank of
 opdesign's top-1, its regret (how much slower it is than the fastest simulated candidate) and,
@@ -40,9 +40,9 @@ def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True, max
     one report whose agreement is computed over all of them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from opdesign.costmodel.calibration import load_params
-    from opdesign.pipeline import plan_from_spec, rank_spec
-    from opdesign.simrank import agreement, sim_rank
+    from opdesign.tuning.model.calibration import load_params
+    from opdesign.workflows.new import plan_from_spec, rank_spec
+    from opdesign.workflows.sim_rank import agreement, sim_rank
     from opdesign.spec import load_spec
 
     spec = load_spec(path)
@@ -74,7 +74,7 @@ def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True, max
 
 def stage_agreement(report: dict) -> dict[str, float | None]:
     """Spearman rho of each stage's modelled time (cycles per task x tasks per core) with sim_us."""
-    from opdesign.simrank import spearman
+    from opdesign.workflows.sim_rank import spearman
 
     done = [r for r in report["rows"] if r["simulated"] and r["sim_us"] is not None]
     sims = [r["sim_us"] for r in done]
@@ -87,7 +87,7 @@ def stage_agreement(report: dict) -> dict[str, float | None]:
 
 
 def print_report(report: dict, stages: dict) -> None:
-    from opdesign.simrank import format_sim_text
+    from opdesign.workflows.sim_rank import format_sim_text
 
     print(format_sim_text(report))
     bottlenecks = {}

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from opdesign.costmodel import rank_candidates
+from opdesign.tuning import rank_candidates
 from opdesign.errors import SpecError
 from opdesign.skeletons.registry import estimate, skeleton_of
 from opdesign.spec import load_spec

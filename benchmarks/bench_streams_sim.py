@@ -3,9 +3,9 @@
 
 For one SPEC (default tests/fixtures/sk01/streams_h32_s256.yaml) and one tile set, renders the
 kernel of ``head_group=1,streams=S`` for each S (``opdesign new --tiles`` machinery:
-:func:`opdesign.candidate.pinned_plan`), prints the row's rank and ``score_cycles`` from
+:func:`opdesign.workflows.pin.pinned_plan`), prints the row's rank and ``score_cycles`` from
 ``opdesign rank`` (``-`` for a stream count the ranking leaves out: more streams than units per core), then compiles + simulates each kernel on the SPEC's typical shape
-(:func:`opdesign.simrank.simulate`) and prints the SIM AICore time, the CPU seconds of the child
+(:func:`opdesign.workflows.sim_rank.simulate`) and prints the SIM AICore time, the CPU seconds of the child
 runs and the load average. Asserts nothing.
 
     PYTHONPATH=src python benchmarks/bench_streams_sim.py [--spec S] [--tiles T] [--streams 1,2,4]
@@ -26,9 +26,9 @@ TILES = "q_tile=128,kv_tile=256,qk_tile=128x128,pv_tile=128x256,vec_tile=16x256"
 
 
 def main() -> int:
-    from opdesign.candidate import pinned_plan
+    from opdesign.workflows.pin import pinned_plan
     from opdesign.render.design import render_kernel
-    from opdesign.simrank import simulate
+    from opdesign.workflows.sim_rank import simulate
     from opdesign.spec import load_spec
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])

@@ -60,7 +60,7 @@ while True:
 def _swaps(n: int) -> dict:
     from opdesign.agent import design as tool_design
     from opdesign.agent.tools import call_tool
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
 
     base = Path(tempfile.mkdtemp(prefix="opd-stress-"))
@@ -139,7 +139,7 @@ def _state(folder: Path) -> dict:
 
 def _pairs(n: int) -> dict:
     from opdesign.errors import OpdesignError
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
     from opdesign.render.write import write_artifacts
 
@@ -178,7 +178,7 @@ def _pairs(n: int) -> dict:
 
 
 def _kills(n: int, seed: int = 16) -> dict:
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
 
     plan = plan_from_spec_file(SPEC, tuning=True)

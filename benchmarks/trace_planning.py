@@ -131,9 +131,9 @@ def main(argv: list[str]) -> int:
     module, _, name = entry.partition(":")
     estimate = getattr(importlib.import_module(module), name)
     try:
-        from opdesign.pipeline import golden_module_count
+        from opdesign.workflows.new import golden_module_count
     except ImportError:
-        from opdesign.cli import _golden_module_count as golden_module_count  # type: ignore[no-redef]
+        from opdesign.cli.entry import _golden_module_count as golden_module_count  # type: ignore[no-redef]
 
     specs = [Path(a) for a in argv] or sorted((ROOT / "examples" / "specs").glob("*.yaml"))
     for path in specs:

@@ -2,7 +2,7 @@
 
 For each fit SPEC (default: the tests' tiny dense SPEC and the examples scaled down here; never the
 held-out SPECs of benchmarks/bench_costmodel_fidelity.py) the ``rank --sim`` machinery simulates the
-top K and K spread candidates; :func:`opdesign.costmodel.calibration.fit_params` then grid-fits
+top K and K spread candidates; :func:`opdesign.tuning.model.calibration.fit_params` then grid-fits
 ``task_overhead_cycles``, ``step_dispatch_cycles`` and ``pipeline_depth`` (the mean Spearman rho between the re-scored
 candidates and their SIM times). ``stream_switch_cycles`` is not fitted: the generated kernel runs
 one stream, so no SIM time measures it. The script prints the fit and, with ``--write``, writes the
@@ -34,17 +34,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rescore(spec, plan, params) -> dict:
-    from opdesign.costmodel import rank_candidates
-    from opdesign.costmodel.calibration import row_key
+    from opdesign.tuning import rank_candidates
+    from opdesign.tuning.model.calibration import row_key
 
     return {row_key(r.model_dump(mode="json")): r.score_cycles for r in rank_candidates(spec, plan, params=params).rows}
 
 
 def _simulate(path: Path, k: int, timeout: float) -> dict:
-    from opdesign.pipeline import plan_from_spec, rank_spec
-    from opdesign.simrank import sim_rank
+    from opdesign.workflows.new import plan_from_spec, rank_spec
+    from opdesign.workflows.sim_rank import sim_rank
     from opdesign.spec import load_spec
-    from opdesign.costmodel import CostParams
+    from opdesign.tuning import CostParams
 
     spec = load_spec(path)
     plan = plan_from_spec(spec, path)
@@ -54,8 +54,8 @@ def _simulate(path: Path, k: int, timeout: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from opdesign.costmodel.calibration import FITTED, calibration_path, fit_params
-    from opdesign.pipeline import plan_from_spec
+    from opdesign.tuning.model.calibration import FITTED, calibration_path, fit_params
+    from opdesign.workflows.new import plan_from_spec
     from opdesign.spec import load_spec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, report in reports.items():
         spec = load_spec(Path(path))
         samples.append((spec, plan_from_spec(spec, Path(path)), [r for r in report["rows"] if r.get("simulated")]))
-    from opdesign.costmodel import CostParams
+    from opdesign.tuning import CostParams
 
     measured = json.loads(args.transfers.read_text()) if args.transfers else None
     base = CostParams(**measured["params"]) if measured else CostParams()

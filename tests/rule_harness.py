@@ -2,7 +2,7 @@
 document the rule can see.
 
 The example's kind (``@rule(..., kind=...)``, default by family: see
-:data:`opdesign.validate.registry.DEFAULT_KIND`) says what the snippet is and where it goes:
+:data:`opdesign.validate.api.DEFAULT_KIND`) says what the snippet is and where it goes:
 
 - ``pseudocode``: Python code, the whole content of the pseudocode chapter's ```python fence.
   Leading ``# opdesign: {key: value, ...}`` comment lines (flow YAML) are also keys of the
@@ -38,7 +38,7 @@ from typing import Any
 import yaml
 
 from opdesign.validate import Report, validate_kernel_text, validate_paths, validate_text
-from opdesign.validate.registry import Rule
+from opdesign.validate.api import Rule
 
 BASES = Path(__file__).resolve().parent / "fixtures" / "validate" / "_base"
 OP = "my_op"

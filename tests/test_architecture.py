@@ -21,13 +21,13 @@ MAX_LINES = 400
 #: Helpers working in parallel own these; they are not part of this layering yet.
 EXCLUDED = ("opdesign.pypto_run",)
 #: Modules that drive every skeleton and must read per-skeleton behaviour from the registry.
-CORE = ("opdesign.pipeline", "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.render", "opdesign.agent",
-        "opdesign.validate.engine", "opdesign.validate.collect")
+CORE = ("opdesign.workflows.new", "opdesign.cli.entry", "opdesign.cli.app", "opdesign.cli.fast", "opdesign.render", "opdesign.agent",
+        "opdesign.validate.engine", "opdesign.validate.engine.collect")
 #: Lower layers never import higher ones (``opdesign.X`` prefixes).
-LOWER = ("opdesign.errors", "opdesign.paths", "opdesign.spec", "opdesign.specerrors", "opdesign.catalog", "opdesign.plan", "opdesign.yamlsafe",
-         "opdesign.streams", "opdesign.dtypes")
-HIGHER = ("opdesign.skeletons", "opdesign.costmodel", "opdesign.render", "opdesign.validate", "opdesign.agent",
-          "opdesign.cli", "opdesign.cliapp", "opdesign.clifast", "opdesign.pipeline")
+LOWER = ("opdesign.errors", "opdesign.io.paths", "opdesign.spec", "opdesign.spec.messages", "opdesign.catalog", "opdesign.plan", "opdesign.io.yamlsafe",
+         "opdesign.io.streams", "opdesign.catalog.dtypes")
+HIGHER = ("opdesign.skeletons", "opdesign.tuning", "opdesign.render", "opdesign.validate", "opdesign.agent",
+          "opdesign.cli.entry", "opdesign.cli.app", "opdesign.cli.fast", "opdesign.workflows.new")
 SKELETON_ID = re.compile(r"SK-\d\d")
 
 
@@ -115,10 +115,10 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_sees_the_package() -> None:
     """The reader finds the layers and their edges (a broken reader would pass every test below)."""
-    assert {"opdesign.pipeline", "opdesign.skeletons.registry", "opdesign.validate.engine"} <= set(GRAPH)
-    assert "opdesign.skeletons.registry" in GRAPH["opdesign.pipeline"]
+    assert {"opdesign.workflows.new", "opdesign.skeletons.registry", "opdesign.validate.engine"} <= set(GRAPH)
+    assert "opdesign.skeletons.registry" in GRAPH["opdesign.workflows.new"]
     assert "opdesign.skeletons.sk01" in GRAPH["opdesign.skeletons.registry"]
-    assert "opdesign.costmodel" in GRAPH["opdesign.pipeline"]  # a function-level import
+    assert "opdesign.tuning" in GRAPH["opdesign.workflows.new"]  # a function-level import
     assert "opdesign.validate" in GRAPH["opdesign.skeletons.sk01.rules"]  # the package __init__ it runs
 
 
@@ -207,6 +207,6 @@ def test_planning_never_reaches_the_cost_model_render_or_validate() -> None:
     the renderer and the validator (their rule modules alone import the validator's rule API)."""
     for name in MODULES:
         if _within(name, ("opdesign.skeletons",)) and ".rules" not in name:
-            up = sorted(t for t in GRAPH[name] if _within(t, ("opdesign.costmodel", "opdesign.render",
-                                                                "opdesign.validate", "opdesign.pipeline")))
+            up = sorted(t for t in GRAPH[name] if _within(t, ("opdesign.tuning", "opdesign.render",
+                                                                "opdesign.validate", "opdesign.workflows.new")))
             assert up == [], f"{name} imports {up}"

@@ -8,7 +8,7 @@ import pytest
 from rule_harness import CHAPTERS, FRONT, INTERFACES, _document
 
 from opdesign.validate import all_rules, validate_text
-from opdesign.validate.rulebook import explain_text
+from opdesign.validate.engine.rulebook import explain_text
 
 # a softmax written the way real vector kernels are: no combine_axis, no KV loop, no online state
 SOFTMAX = '''\

@@ -8,7 +8,7 @@ from functools import lru_cache
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.candidate import parse_tiles
+from opdesign.workflows.pin import parse_tiles
 from opdesign.errors import InputError
 
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"

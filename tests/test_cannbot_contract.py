@@ -26,7 +26,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from conftest import EXAMPLES, run_cli
-from opdesign.pipeline import new_design
+from opdesign.workflows.new import new_design
 
 REQUIRED_FRONT = ("schema_version", "op_name", "dynamic_axes")
 REQUIRED_HEADINGS = ("算子契约", "计算图与 API 映射", "分解与模块边界", "范式与设计决策", "伪代码",

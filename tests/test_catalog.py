@@ -22,9 +22,9 @@ from opdesign.catalog import (
     load_catalog_from,
     rule_rows,
 )
-from opdesign.cli import app
+from opdesign.cli.entry import app
 from opdesign.errors import CatalogError, NotFoundError
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 
 CARD_IDS = [
     "AT-01", "AT-02", "AT-05", "AT-06", "AT-08", "AT-12", "AT-13",
@@ -283,7 +283,7 @@ def test_cli_cards_list_and_show() -> None:
 
 
 def test_cli_rules() -> None:
-    from opdesign.validate.collect import all_rules
+    from opdesign.validate.engine.collect import all_rules
 
     listed = runner.invoke(app, ["rules"])
     assert listed.exit_code == 0, listed.output

@@ -10,7 +10,7 @@ import pytest
 from opdesign.catalog import load_catalog, load_catalog_from
 from opdesign.catalog.pypto_api import _read_api_surface, load_api_surface
 from opdesign.catalog.store import cache_file, load_cached, source_key
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 
 CARD = Path("patterns") / "skeletons" / "SK-01-online-flash-attention.md"
 

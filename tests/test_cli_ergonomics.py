@@ -15,8 +15,8 @@ import pytest
 import yaml
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.cli import main
-from opdesign.pipeline import plan_from_spec_file
+from opdesign.cli.entry import main
+from opdesign.workflows.new import plan_from_spec_file
 from opdesign.render.design import render_all
 
 COMMANDS = ["", "new", "estimate", "validate", "rules", "golden", "rank", "verify", "cards", "cards list",

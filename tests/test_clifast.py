@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
-from opdesign import clifast
-from opdesign.cli import main
+from opdesign.cli import fast as clifast
+from opdesign.cli.entry import main
 from opdesign.golden.estimate import analyse_golden, estimate_golden, facts_json
-from opdesign.pipeline import new_design
+from opdesign.workflows.new import new_design
 
 GOLDENS = Path(__file__).parent / "goldens"
 GOLDEN = str(GOLDENS / "dense_forward_golden.py")
@@ -131,7 +131,7 @@ def test_golden_json_is_the_model_s_json(tmp_path) -> None:
 _PROBE = """
 import contextlib, io, json, sys
 sys.argv = ["opdesign", *json.loads(sys.argv[1])]
-from opdesign.cli import main
+from opdesign.cli.entry import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         main()

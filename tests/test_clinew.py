@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
-from opdesign import clinew
-from opdesign.cli import main
+from opdesign.cli import commands as clinew
+from opdesign.cli.entry import main
 
 DENSE, CAUSAL, SK16 = (str(EXAMPLES / f"{name}.yaml") for name in ("dense_fa_8192", "causal_gqa_tail",
                                                                     "sk16_backward_lm"))
@@ -89,7 +89,7 @@ def test_a_completion_request_goes_to_typer(monkeypatch) -> None:
 
 def test_the_new_fast_path_does_not_load_typer(tmp_path) -> None:
     probe = ("import contextlib, io, sys\nsys.argv = ['opdesign', 'new', '--spec', sys.argv[1], '--out', sys.argv[2]]\n"
-             "from opdesign.cli import main\n"
+             "from opdesign.cli.entry import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n    try:\n        main()\n"
              "    except SystemExit as exit:\n        code = exit.code\n"
              "print(__import__('json').dumps([code, sorted(m for m in ('typer', 'click') if m in sys.modules)]))\n")

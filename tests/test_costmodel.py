@@ -13,8 +13,8 @@ from conftest import EXAMPLES, run_cli
 from opdesign.plan import buffers
 from opdesign.skeletons.sk01 import budget
 from opdesign.catalog import load_catalog
-from opdesign.costmodel import CostParams, parameter_table, rank_candidates, tuning_candidates
-from opdesign.costmodel.isa import (
+from opdesign.tuning import CostParams, parameter_table, rank_candidates, tuning_candidates
+from opdesign.tuning.model.isa import (
     INSTRUCTIONS,
     TRANSFER_HEAD_CYCLES,
     formula_for,
@@ -22,14 +22,14 @@ from opdesign.costmodel.isa import (
     instr_cycles,
     vector_cycles,
 )
-from opdesign.costmodel.space import check_rules, context, enumerate_candidates, vec_shapes
+from opdesign.tuning.space import check_rules, context, enumerate_candidates, vec_shapes
 from opdesign.errors import CatalogError, InputError
 from opdesign.skeletons.registry import estimate
 from opdesign.plan.tiles import choose_cube_tiles
 from opdesign.skeletons.sk01.parts import expansion, vec_tiles
 
-from opdesign.paths import data_dir
-from opdesign.pipeline import rank_spec
+from opdesign.io.paths import data_dir
+from opdesign.workflows.new import rank_spec
 from opdesign.spec import load_spec
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
@@ -132,7 +132,7 @@ def test_budget_twin_matches_budget_py(name: str) -> None:
 
 
 def test_allocation_matrix_matches_greedy_allocation() -> None:
-    from opdesign.costmodel.stages import allocation_matrix
+    from opdesign.tuning.model.stages import allocation_matrix
     from opdesign.plan.blocks import greedy_allocation
 
     rng = random.Random(11)
@@ -149,7 +149,7 @@ def test_allocation_matrix_matches_greedy_allocation() -> None:
 
 def _core_loads_reference(ctx, c):
     """core_loads the long way: kv_block_ranges and the full allocation matrix per (q, kv, g, u)."""
-    from opdesign.costmodel.stages import allocation_matrix
+    from opdesign.tuning.model.stages import allocation_matrix
     from opdesign.plan.blocks import kv_block_ranges
 
     s = ctx.spec.shape
@@ -175,7 +175,7 @@ def _core_loads_reference(ctx, c):
     ("dense_fa_8192.yaml", {}), ("dense_fa_8192.yaml", {"seq_q": 4096, "seq_kv": 777, "batch": 3}),
 ])
 def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> None:
-    from opdesign.costmodel.stages import core_loads
+    from opdesign.tuning.model.stages import core_loads
 
     spec = load_spec(EXAMPLES / name)
     spec = spec.model_copy(update={"shape": spec.shape.model_copy(update=shape)})
@@ -195,7 +195,7 @@ def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> Non
     ("sliding_window", 1000, 300, 64, 16, 50), ("none", 1000, 3000, 256, 128, None), ("topk", 77, 99, 8, 8, None),
 ])
 def test_block_counts_equal_kv_block_ranges(mask, sq, skv, qt, kt, window) -> None:
-    from opdesign.costmodel.space import block_counts
+    from opdesign.tuning.space import block_counts
     from opdesign.plan.blocks import kv_block_ranges
 
     expected = [n for _, n in kv_block_ranges(mask, sq, skv, qt, kt, window)]
@@ -203,7 +203,7 @@ def test_block_counts_equal_kv_block_ranges(mask, sq, skv, qt, kt, window) -> No
 
 
 def test_group_rows_equals_unique_rows() -> None:
-    from opdesign.costmodel.stages import group_rows
+    from opdesign.tuning.model.stages import group_rows
 
     rng = np.random.default_rng(3)
     cols = [rng.integers(0, 5, 500), rng.integers(-3, 2, 500), rng.integers(0, 2 ** 40, 500) // 2 ** 37]
@@ -432,9 +432,9 @@ def test_quiet_rank_prints_the_table_without_its_trailer() -> None:
 
 
 def test_new_ranks_a_plan_once(monkeypatch, tmp_path) -> None:
-    import opdesign.costmodel as costmodel
-    from opdesign.costmodel.calibration import load_params
-    from opdesign.pipeline import new_design
+    import opdesign.tuning as costmodel
+    from opdesign.tuning.model.calibration import load_params
+    from opdesign.workflows.new import new_design
 
     calls = []
     real = costmodel.rank_candidates
@@ -448,7 +448,7 @@ def test_new_ranks_a_plan_once(monkeypatch, tmp_path) -> None:
 
 @pytest.mark.parametrize("include_rejected", [False, True])
 def test_chunked_scoring_and_rule_checks_give_the_same_ranking(monkeypatch, include_rejected) -> None:
-    import opdesign.costmodel.rank as rank_module
+    import opdesign.tuning.rank as rank_module
 
     plan = estimate(CAUSAL)
     whole = rank_candidates(CAUSAL, plan, top=30, include_rejected=include_rejected)

@@ -9,14 +9,14 @@ import json
 import pytest
 
 from conftest import EXAMPLES, REPO, run_cli
-from opdesign.costmodel.calibration import load_params
-from opdesign.costmodel import CostParams, plan_fields, rank_candidates, with_cube_tiles
-from opdesign.costmodel.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
-from opdesign.costmodel.stages import core_loads, useful_streams
+from opdesign.tuning.model.calibration import load_params
+from opdesign.tuning import CostParams, plan_fields, rank_candidates, with_cube_tiles
+from opdesign.tuning.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
+from opdesign.tuning.model.stages import core_loads, useful_streams
 from opdesign.render.design import render_all
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
-from opdesign.validate.api_surface import check_source
+from opdesign.validate.analysis.api_surface import check_source
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
 
@@ -124,7 +124,7 @@ def test_most_blocks_is_the_largest_valid_block_count(mask, window, seq_q, seq_k
     or non-decreasing, equals the largest per-q-block count."""
     from dataclasses import replace
 
-    from opdesign.costmodel.space import most_blocks, valid_blocks
+    from opdesign.tuning.space import most_blocks, valid_blocks
 
     plan = estimate(DENSE)
     spec = DENSE.model_copy(update={"mask": mask, "shape": DENSE.shape.model_copy(

@@ -138,7 +138,7 @@ def test_unroll_row_states_the_remainder_rule_and_each_config_completes_a_group(
 
 
 def test_a_plan_far_down_the_ranking_says_why_it_starts_there(tmp_path):
-    from opdesign.pipeline import new_design
+    from opdesign.workflows.new import new_design
 
     new_design(EXAMPLES / "causal_gqa_tail.yaml", tmp_path / "op", lang="en")
     design = (tmp_path / "op" / "DESIGN.md").read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.pipeline import new_design
+from opdesign.workflows.new import new_design
 from opdesign.validate import validate_kernel_text, validate_paths
 
 CORPUS = REPO / "tests" / "fixtures" / "kernel_corpus"

@@ -12,7 +12,7 @@ from opdesign.pypto_run.selfcheck import HARNESS_MARKER, HarnessError, design_li
 from opdesign.render.design import kernel_proper, render_all
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
-from opdesign.validate.api_surface import check_source, load_api_surface
+from opdesign.validate.analysis.api_surface import check_source, load_api_surface
 
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, REPO
-from opdesign.pipeline import plan_from_spec_file
+from opdesign.workflows.new import plan_from_spec_file
 from opdesign.render.phrases import SAY
 from opdesign.agent.tools import tool_definitions
 
@@ -81,7 +81,7 @@ def test_mcp_server_lists_and_calls_the_tools(tmp_path):
 
 def test_mcp_without_the_extra_exits_2_with_a_clear_message():
     code = ("import sys; sys.modules['mcp'] = None; sys.argv = ['opdesign', 'mcp']; "
-            "from opdesign.cli import main; main()")
+            "from opdesign.cli.entry import main; main()")
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert res.stdout == ""

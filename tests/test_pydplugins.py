@@ -1,4 +1,4 @@
-"""opdesign.pydplugins: pydantic's plugin discovery answered from the metadata files, and the stand-in
+"""opdesign._startup.pydplugins: pydantic's plugin discovery answered from the metadata files, and the stand-in
 loader used only when pydantic itself would find no plugin (issue 15)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 from conftest import EXAMPLES
-from opdesign import pydplugins
+from opdesign._startup import pydplugins
 
 _PLUGIN = '''
 import os
@@ -39,7 +39,7 @@ loader = sys.modules[pydplugins.LOADER]
 plugin = sys.modules.get("fakeplug")
 print(json.dumps({"q_tile": tile.q_tile, "stand_in": loader.__doc__.startswith("opdesign's stand-in") if loader.__doc__ else False,
                   "metadata_loaded": "importlib.metadata" in sys.modules,
-                  "finder_left": any(f.__module__ == "opdesign.pydplugins" for f in sys.meta_path if hasattr(f, "__module__")),
+                  "finder_left": any(f.__module__ == "opdesign._startup.pydplugins" for f in sys.meta_path if hasattr(f, "__module__")),
                   "plugin_calls": plugin.calls if plugin else None}))
 '''
 

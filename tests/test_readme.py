@@ -25,7 +25,7 @@ def test_the_default_run_is_the_fast_set():
 
 def test_installed_wheel_carries_its_data():
     import opdesign
-    from opdesign.paths import DATA_NAMES, data_dir
+    from opdesign.io.paths import DATA_NAMES, data_dir
 
     for name in DATA_NAMES:
         assert data_dir(name).is_dir()

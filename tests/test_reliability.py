@@ -187,7 +187,7 @@ def test_paths_swapped_for_outside_symlinks_never_escape(tmp_path):
 
 
 def _render(lang):
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
 
     return render_all(plan_from_spec_file(EXAMPLES / "dense_fa_8192.yaml", tuning=True), lang)

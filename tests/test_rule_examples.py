@@ -10,7 +10,7 @@ import pytest
 from rule_harness import build, run_example
 
 from opdesign.validate import all_rules, validate_text
-from opdesign.validate.registry import EXAMPLE_KINDS
+from opdesign.validate.api import EXAMPLE_KINDS
 
 RULES = sorted(all_rules())
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from opdesign.costmodel.calibration import load_params
-from opdesign.costmodel.stages import v1_on_aic
+from opdesign.tuning.model.calibration import load_params
+from opdesign.tuning.model.stages import v1_on_aic
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data"
@@ -69,7 +69,7 @@ def test_pair_merge_rate_is_the_committed_measurement():
 
 def test_calibration_splits_units_over_the_sim_platform_cores():
     """PyPTO 0.2.0 SIM schedules a2/a3 kernels on 24 AIC (lib/configs/A2A3.ini); the raw model keeps devices.yaml's 20."""
-    from opdesign.costmodel import CostParams, rank_candidates
+    from opdesign.tuning import CostParams, rank_candidates
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
 
@@ -89,9 +89,9 @@ def test_calibration_splits_units_over_the_sim_platform_cores():
 
 def test_merges_cost_only_kv_tiles_wider_than_the_vector_tile():
     """V1 = per-tile ops + 2 x row tiles x (cdiv(kv_tile, vec cols) - 1) merges x vr x vc x rate."""
-    from opdesign.costmodel import CostParams
-    from opdesign.costmodel.space import context, enumerate_candidates
-    from opdesign.costmodel.stages import stage_cycles
+    from opdesign.tuning import CostParams
+    from opdesign.tuning.space import context, enumerate_candidates
+    from opdesign.tuning.model.stages import stage_cycles
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
 

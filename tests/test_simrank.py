@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.simrank import agreement, average_ranks, kendall, sim_picks, spearman
+from opdesign.workflows.sim_rank import agreement, average_ranks, kendall, sim_picks, spearman
 
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"
 HAVE_PYPTO = all(importlib.util.find_spec(m) is not None for m in ("pypto", "torch"))
@@ -61,7 +61,7 @@ def test_rank_sim_without_the_extra_is_extra_missing():
 
 def test_sim_text_prints_rectangular_tiles_as_m_x_n():
     """rank --sim's text table: qk / pv / vec tiles are [m, n] lists (the fidelity run of 19:35 crashed on them)."""
-    from opdesign.simrank import format_sim_text
+    from opdesign.workflows.sim_rank import format_sim_text
 
     row = {"rank": 3, "q_tile": 128, "kv_tile": 512, "qk_tile": [128, 64], "pv_tile": [64, 512], "vec_tile": [16, 128],
            "unroll_factor": 4, "head_group": 1, "streams": 2, "score_cycles": 123456, "sim_us": 71.25,

@@ -22,7 +22,7 @@ from jsonschema.validators import validator_for
 from markdown_it import MarkdownIt
 
 from conftest import EXAMPLES, REPO
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 from opdesign.agent.tools import TOOLS, call_tool
 from opdesign.agent.base import ERROR_CODES, MAX_FILE_BYTES, MAX_TEXT_CHARS, error_schema
 

@@ -14,16 +14,16 @@ from jinja2 import Environment, FileSystemLoader
 
 from conftest import EXAMPLES
 from opdesign.render import design
-from opdesign.yamlload import safe_load
+from opdesign.io.yamlload import safe_load
 
 REPO_GOLDEN = EXAMPLES.parents[1] / "tests" / "goldens" / "dense_forward_golden.py"
-HEAVY = ("numpy", "jinja2", "opdesign.costmodel", "opdesign.catalog")
+HEAVY = ("numpy", "jinja2", "opdesign.tuning", "opdesign.catalog")
 
 _PROBE = """
 import contextlib, io, json, sys
 argv = json.loads(sys.argv[1])
 sys.argv = ["opdesign", *argv]
-from opdesign.cli import main
+from opdesign.cli.entry import main
 code = None
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
@@ -56,7 +56,7 @@ def test_light_commands_load_neither_numpy_nor_jinja_nor_the_cost_model(argv, al
 
 def test_estimate_does_not_load_the_cost_model() -> None:
     result = _loaded(["estimate", "--spec", str(EXAMPLES / "dense_fa_8192.yaml")])
-    assert result["code"] == 0 and "opdesign.costmodel" not in result["loaded"] and "numpy" not in result["loaded"]
+    assert result["code"] == 0 and "opdesign.tuning" not in result["loaded"] and "numpy" not in result["loaded"]
 
 
 def test_new_renders_the_kernel_without_loading_the_self_check_runner(tmp_path) -> None:
@@ -120,7 +120,7 @@ def test_spec_yaml_loader_matches_safe_load(text) -> None:
 
 def test_the_release_a_plan_names_is_the_manifest_release_read_from_its_release_line() -> None:
     from opdesign.catalog.pypto_api import api_release, load_api_surface
-    from opdesign.pipeline import plan_from_spec_file
+    from opdesign.workflows.new import plan_from_spec_file
 
     assert api_release() == load_api_surface().release == "0.2.0"
     assert plan_from_spec_file(EXAMPLES / "dense_fa_8192.yaml").pypto_release == "0.2.0"
@@ -129,7 +129,7 @@ def test_the_release_a_plan_names_is_the_manifest_release_read_from_its_release_
 _BUILT = """
 import contextlib, io, json, sys
 sys.argv = ["opdesign", "validate", sys.argv[1]]
-from opdesign.cli import main
+from opdesign.cli.entry import main
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         main()
@@ -145,7 +145,7 @@ print(json.dumps({"code": code, "built": {m.__name__: m.__pydantic_complete__ fo
 def test_validate_builds_only_the_models_it_reads(tmp_path) -> None:
     """Plan and Spec are defined on import (the rules import the planner's modules) but never built by
     `validate`; the budgets it re-derives and its report are."""
-    from opdesign.pipeline import new_design
+    from opdesign.workflows.new import new_design
 
     new_design(EXAMPLES / "causal_gqa_tail.yaml", str(tmp_path / "d"))
     out = subprocess.run([sys.executable, "-c", _BUILT, str(tmp_path / "d")], capture_output=True, text=True, check=True)
@@ -157,7 +157,7 @@ _THREADS = """
 import json, os, sys
 from pathlib import Path
 if sys.argv[1] == "opdesign":
-    from opdesign.npthreads import import_numpy
+    from opdesign._startup.npthreads import import_numpy
     import_numpy()
 import numpy  # noqa: F401,E402 - loaded already after import_numpy() unless the user set the thread count
 status = Path("/proc/self/status").read_text().splitlines()
@@ -189,7 +189,7 @@ _FREEZE = """
 import atexit, gc, sys
 atexit.register(lambda: print("frozen", gc.get_freeze_count(), file=sys.stderr))  # runs after main's hook
 sys.argv = ["opdesign", "golden", sys.argv[1]]
-from opdesign.cli import main
+from opdesign.cli.entry import main
 main()
 """
 

@@ -1,4 +1,4 @@
-"""Standard streams (opdesign.streams): a closed, full or broken stdout / stderr is ``io_error`` and
+"""Standard streams (opdesign.io.streams): a closed, full or broken stdout / stderr is ``io_error`` and
 exit 2 on every command; a terminal that is not UTF-8 still gets every finding (text: ``\\uXXXX``
 escapes; JSON: ASCII), never a UnicodeEncodeError and exit 3."""
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES
-from opdesign.streams import ascii_json
+from opdesign.io.streams import ascii_json
 
 CJK_FUNCTION = "注意力_golden"
 GOLDEN = Path(__file__).resolve().parent / "goldens" / "dense_forward_golden.py"

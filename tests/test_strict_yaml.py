@@ -1,4 +1,4 @@
-"""One strict YAML loader for every user input (opdesign.yamlsafe): repeated keys, YAML 1.1 base-60 and
+"""One strict YAML loader for every user input (opdesign.io.yamlsafe): repeated keys, YAML 1.1 base-60 and
 octal numbers and a float schema_version are refused with their line, never read silently.
 
 SPEC: ``error: spec_invalid: PATH: line N: invalid YAML: ...``, exit 2. DESIGN.md front matter (the
@@ -15,7 +15,7 @@ from conftest import EXAMPLES, run_cli
 from opdesign.errors import SpecError
 from opdesign.spec import load_spec
 from opdesign.validate import validate_paths, validate_text
-from opdesign.yamlsafe import YamlProblem, load
+from opdesign.io.yamlsafe import YamlProblem, load
 
 SPEC = (EXAMPLES / "dense_fa_8192.yaml").read_text(encoding="utf-8")
 @pytest.mark.parametrize("text,line,message", [

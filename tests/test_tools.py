@@ -10,7 +10,7 @@ import pytest
 from jsonschema.validators import validator_for
 
 from conftest import EXAMPLES, REPO, run_cli
-from opdesign.pipeline import plan_from_spec_file
+from opdesign.workflows.new import plan_from_spec_file
 from opdesign.render.phrases import SAY
 from opdesign.agent.tools import TOOLS, call_tool, tool_definitions
 from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
@@ -404,12 +404,12 @@ def test_validate_design_on_a_generated_folder_a_file_and_inline_text(root):
 
 
 def test_rank_candidates_matches_the_cli_library_call(root):
-    from opdesign.costmodel import rank_candidates
+    from opdesign.tuning import rank_candidates
     from opdesign.spec import load_spec
 
     spec_file = root / "specs/dense_fa_8192.yaml"
     ranking = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml"}, root)
-    from opdesign.costmodel.calibration import load_params
+    from opdesign.tuning.model.calibration import load_params
 
     # the tool ranks as `opdesign rank` does: with the committed calibration
     direct = rank_candidates(load_spec(spec_file), plan_from_spec_file(spec_file), top=10, params=load_params())
@@ -435,7 +435,7 @@ def test_a_missing_component_degrades_its_tool_not_the_list(monkeypatch, capsys)
     from opdesign.agent.base import InternalError
 
     def missing():
-        raise InternalError("opdesign.costmodel does not provide Ranking")
+        raise InternalError("opdesign.tuning does not provide Ranking")
 
     monkeypatch.setitem(TOOLS, "rank_candidates", Tool("rank_candidates", "d", TOOLS["rank_candidates"].input_model,
                                                        missing, TOOLS["rank_candidates"].run))

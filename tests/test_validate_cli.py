@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 from validate_support import FIXTURES
 
-from opdesign.cli import app
+from opdesign.cli.entry import app
 from opdesign.validate import all_rules
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from validate_support import FIXTURES
 
-from opdesign.pipeline import new_design
+from opdesign.workflows.new import new_design
 from opdesign.validate import validate_paths, validate_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 
 from conftest import EXAMPLES
-from opdesign.pipeline import new_design
-from opdesign.validate import memo, validate_paths, validate_text
+from opdesign.workflows.new import new_design
+from opdesign.validate.engine import memo
+from opdesign.validate import validate_paths, validate_text
 
 
 def _rows(report) -> list[tuple[str, str, str, str, int]]:

@@ -192,7 +192,7 @@ def test_a_file_at_the_size_limit_is_checked_in_bounded_memory() -> None:
 
 
 def test_many_kernel_blocks_are_bounded_and_said() -> None:
-    from opdesign.validate.pseudocode import MAX_KERNELS
+    from opdesign.validate.parse.pseudocode import MAX_KERNELS
 
     block = "```python\n@pypto.frontend.jit()\ndef k(q):\n    return q\n```\n"
     report = validate_text("## Pseudocode\n" + block * (MAX_KERNELS + 5))

@@ -1,5 +1,5 @@
 """The validator's shortcuts give what the long way gives: the plain-text inline shortcut of the markdown
-parser (:mod:`opdesign.validate.mdinline`), the listed walk of a program, the paused garbage collector."""
+parser (:mod:`opdesign.validate.parse.mdinline`), the listed walk of a program, the paused garbage collector."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from opdesign.validate import mdinline, memo, validate_text
-from opdesign.validate.codeorder import Carried, Order
-from opdesign.validate.document import _parser, parse
-from opdesign.validate.pseudocode import read_programs
+from opdesign.validate.parse import mdinline
+from opdesign.validate.engine import memo
+from opdesign.validate import validate_text
+from opdesign.validate.analysis.codeorder import Carried, Order
+from opdesign.validate.parse.document import _parser, parse
+from opdesign.validate.parse.pseudocode import read_programs
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
 DESIGNS = sorted(FIXTURES.glob("*/*.md"))
@@ -177,7 +179,7 @@ def _block(depth: int) -> st.SearchStrategy[list[str]]:
 @settings(max_examples=300, deadline=None)
 @given(_block(3))
 def test_carried_composed_from_statements_is_one_pass_over_the_body(lines: list[str]) -> None:
-    """:class:`~opdesign.validate.codeorder.Carried` (each statement summarised once, shared between
+    """:class:`~opdesign.validate.analysis.codeorder.Carried` (each statement summarised once, shared between
     the loops of the tree) names what one :class:`Order` pass over each loop body names."""
     tree = ast.parse("\n".join(lines))
     summaries = Carried()
@@ -202,8 +204,8 @@ _KERNEL = ("import pypto\n\n\n@pypto.frontend.jit()\ndef k(q: pypto.Tensor((S, D
 def test_the_kept_flow_walk_gives_each_node_the_state_before_it() -> None:
     """The walk is listed once per program; each node keeps the state before it (a later binding does
     not show through), and a second reader gets the same steps."""
-    from opdesign.validate import codeflow
-    from opdesign.validate.kernel_source import read_kernel
+    from opdesign.validate.analysis import codeflow
+    from opdesign.validate.parse.kernel_source import read_kernel
 
     program = read_kernel(_KERNEL).program
     steps = list(codeflow.walk(program))
@@ -217,9 +219,9 @@ def test_the_kept_flow_walk_gives_each_node_the_state_before_it() -> None:
 def test_a_long_program_is_walked_afresh_not_kept() -> None:
     """Past KEEP_NODES nodes the walk keeps no state copies (they grow as nodes x names), and the rules
     still see each node's facts: the bf16 accumulator at the end of a long kernel is found."""
-    from opdesign.validate import codeflow
+    from opdesign.validate.analysis import codeflow
     from opdesign.validate.engine import validate_kernel_text
-    from opdesign.validate.kernel_source import read_kernel
+    from opdesign.validate.parse.kernel_source import read_kernel
 
     filler = "".join(f"    x{i} = pypto.full([S, D], 0.0, pypto.DT_FP32)\n" for i in range(codeflow.KEEP_NODES))
     text = _KERNEL.replace("    o = pypto.full", filler + "    o = pypto.full")

@@ -1,6 +1,6 @@
 """What `opdesign validate` loads and shares (issue 15): no numpy / Jinja / Typer / planner-only
 modules on its path, the catalog read from its hash-keyed cache, one child list and one tree per
-text for all kernel rules (opdesign.validate.astnodes). Figures: benchmarks/bench_validate.py."""
+text for all kernel rules (opdesign.validate.analysis.astnodes). Figures: benchmarks/bench_validate.py."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, REPO
-from opdesign.pipeline import new_design
-from opdesign.validate import astnodes, memo, validate_paths
+from opdesign.workflows.new import new_design
+from opdesign.validate.analysis import astnodes
+from opdesign.validate.engine import memo
+from opdesign.validate import validate_paths
 
-HEAVY = ("numpy", "jinja2", "typer", "click", "opdesign.costmodel", "opdesign.render.design", "opdesign.pipeline",
-         "opdesign.cliapp")
+HEAVY = ("numpy", "jinja2", "typer", "click", "opdesign.tuning", "opdesign.render.design", "opdesign.workflows.new",
+         "opdesign.cli.app")
 #: Planner-only modules: the validator re-derives budgets and expansions with opdesign.plan.core alone.
 PLANNER_ONLY = ("opdesign.spec", "opdesign.plan.models", "opdesign.plan.pins", "opdesign.skeletons.sk01.plan",
                 "opdesign.skeletons.sk01.parts", "opdesign.skeletons.sk02.plan", "opdesign.skeletons.sk16.plan",
@@ -27,7 +29,7 @@ PLANNER_ONLY = ("opdesign.spec", "opdesign.plan.models", "opdesign.plan.pins", "
 _PROBE = """
 import contextlib, io, json, sys
 sys.argv = ["opdesign", *json.loads(sys.argv[1])]
-from opdesign.cli import main
+from opdesign.cli.entry import main
 out = io.StringIO()
 code = None
 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -1,4 +1,4 @@
-"""The static / dynamic / unknown reading of kernel values (opdesign.validate.values)."""
+"""The static / dynamic / unknown reading of kernel values (opdesign.validate.analysis.values)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-from opdesign.validate.document import Fence
-from opdesign.validate.pseudocode import _read
-from opdesign.validate.values import DYNAMIC, STATIC, UNKNOWN, declared_axes, is_dynamic, read_values
+from opdesign.validate.parse.document import Fence
+from opdesign.validate.parse.pseudocode import _read
+from opdesign.validate.analysis.values import DYNAMIC, STATIC, UNKNOWN, declared_axes, is_dynamic, read_values
 
 KERNEL = '''\
 import pypto

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
-from opdesign.pipeline import plan_from_spec_file
+from opdesign.workflows.new import plan_from_spec_file
 from opdesign.plan import checks
 from opdesign.render.design import render_all
 from opdesign.skeletons.registry import estimate

@@ -1,4 +1,4 @@
-from opdesign.cli import main
+from opdesign.cli.entry import main
 
 if __name__ == "__main__":  # not when a spawned worker process (MCP tool calls) imports this as __mp_main__
     main()

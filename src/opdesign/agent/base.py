@@ -8,7 +8,7 @@ the CLI. :mod:`opdesign.agent.tools` lists the tools and dispatches calls.
 Safety: every path a tool reads or writes is given relative to a root folder
 (``--root``, default the current directory) and is refused with
 ``path_outside_root`` when it resolves outside that root, symlinks included. Paths are resolved
-on open descriptors, one component at a time (:mod:`opdesign.safefs`), so a path swapped for a
+on open descriptors, one component at a time (:mod:`opdesign.io.safefs`), so a path swapped for a
 symlink between the check and the use cannot lead outside.
 Paths in results and error messages are printed relative to the root.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opdesign.safefs import Jail, Resolved
+from opdesign.io.safefs import Jail, Resolved
 from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
     InputError,
     InternalError,
@@ -154,7 +154,7 @@ def require_library(module: str, *names: str) -> Any:
 
 
 class Root:
-    """The folder tools may touch. Paths are resolved on open descriptors (:class:`opdesign.safefs.Jail`):
+    """The folder tools may touch. Paths are resolved on open descriptors (:class:`opdesign.io.safefs.Jail`):
     the check that a path stays inside and the use of the file are the same descriptor."""
 
     def __init__(self, path: str | Path = ".") -> None:
@@ -172,7 +172,7 @@ class Root:
         return path.relative_to(self.path).as_posix() if self.contains(path) else str(path)
 
     def walk(self, value: str, field: str, **options: Any) -> Resolved:
-        """:meth:`opdesign.safefs.Jail.walk` (the caller closes the result)."""
+        """:meth:`opdesign.io.safefs.Jail.walk` (the caller closes the result)."""
         return self.jail.walk(value, field, **options)
 
     def resolve(self, value: str, field: str) -> Path:

@@ -88,8 +88,8 @@ class ListRulesResult(ToolOutput):
 
 
 def _rulebook(name: str) -> Any:
-    """A function of the one rule catalog (:mod:`opdesign.validate.rulebook`), shared with ``opdesign rules``."""
-    return require_library("opdesign.validate.rulebook", name)
+    """A function of the one rule catalog (:mod:`opdesign.validate.engine.rulebook`), shared with ``opdesign rules``."""
+    return require_library("opdesign.validate.engine.rulebook", name)
 
 
 def _list_rules(args: ListRulesInput, root: Root) -> ListRulesResult:

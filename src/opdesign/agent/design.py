@@ -26,8 +26,8 @@ from opdesign.agent.base import (
     TooLargeError,
     require_library,
 )
-from opdesign.safefs import Resolved, read_fd
-from opdesign.render.headings import DEFAULT_LANG
+from opdesign.io.safefs import Resolved, read_fd
+from opdesign.catalog.headings import DEFAULT_LANG
 
 if TYPE_CHECKING:
     from opdesign.validate.engine import Unusable
@@ -84,7 +84,7 @@ class _SpecSource:
         return data, str(self.root.path.joinpath(*res.names))
 
     def plan(self, tuning: bool = False) -> Any:
-        from opdesign.pipeline import plan_from_spec
+        from opdesign.workflows.new import plan_from_spec
 
         return plan_from_spec(self.spec, self.name, tuning=tuning, read=self.read_golden)
 
@@ -156,7 +156,7 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
         if args.candidate is None and args.tiles is None:
             plan = source.plan(tuning=True)
         else:  # the same pinned plan as `opdesign new --candidate N` / `--tiles`, its golden read inside the root
-            from opdesign.candidate import pinned_plan
+            from opdesign.workflows.pin import pinned_plan
             plan = pinned_plan(source.spec, source.name, candidate=args.candidate, tiles=args.tiles,
                                read=source.read_golden)
     files = render_all(plan, args.lang)
@@ -278,7 +278,7 @@ def _folder_kernels(root: Root, folder: Resolved) -> list[tuple[str, bytes | Unu
 
     from opdesign.errors import OpdesignError
     from opdesign.validate.engine import Unusable
-    from opdesign.validate.kernel_source import KERNEL_GLOBS
+    from opdesign.validate.parse.kernel_source import KERNEL_GLOBS
 
     try:
         entries = sorted(os.listdir(folder.fd))
@@ -312,11 +312,11 @@ class RankCandidatesInput(ToolInput):
 
 
 def _ranking_model() -> type[BaseModel]:
-    return require_library("opdesign.costmodel", "Ranking")
+    return require_library("opdesign.tuning", "Ranking")
 
 
 def _rank_candidates(args: RankCandidatesInput, root: Root) -> BaseModel:
-    rank = require_library("opdesign.pipeline", "rank_spec")
+    rank = require_library("opdesign.workflows.new", "rank_spec")
     with _SpecSource(root, args.spec_path) as source:
         return rank(source.spec, source.plan(), args.top, args.include_rejected, within_form=args.within_form)
 

@@ -140,13 +140,13 @@ class Answers:
 
 def _warm_worker() -> None:
     """Load what every design call needs (planner, renderer, cost model, catalog) in a fresh worker."""
-    from opdesign import pydplugins
-    from opdesign.npthreads import import_numpy
+    from opdesign._startup import pydplugins
+    from opdesign._startup.npthreads import import_numpy
 
     pydplugins.install()
     import_numpy()
-    import opdesign.costmodel.rank  # noqa: F401
-    import opdesign.pipeline  # noqa: F401
+    import opdesign.tuning.rank  # noqa: F401
+    import opdesign.workflows.new  # noqa: F401
     from opdesign.catalog import load_catalog
 
     load_catalog()

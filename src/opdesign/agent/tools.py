@@ -43,12 +43,12 @@ from opdesign.agent.catalog import CATALOG_TOOLS
 from opdesign.agent.design import DESIGN_TOOLS
 from opdesign.agent.verify import VERIFY_TOOLS
 from opdesign.render.phrases import SAY
-from opdesign.streams import echo
+from opdesign.io.streams import echo
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 
 #: The tools that rank (numpy and the cost model): a one-shot ``tool call`` of one loads numpy with one
-#: OpenBLAS thread (:mod:`opdesign.npthreads`); ``estimate_design`` plans without numpy.
+#: OpenBLAS thread (:mod:`opdesign._startup.npthreads`); ``estimate_design`` plans without numpy.
 RANKING_TOOLS = frozenset({"new_design", "rank_candidates"})
 #: Every tool, in the order of the design workflow.
 TOOLS: dict[str, Tool] = {tool.name: tool for tool in DESIGN_TOOLS + VERIFY_TOOLS + CATALOG_TOOLS}
@@ -227,7 +227,7 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
                 raise ToolIOError("stdin is closed: give the JSON request on stdin or with --input")
             args = read_request(sys.stdin.buffer)
         else:  # one bounded read of a regular file: a FIFO or /dev/zero is refused, never waited on
-            from opdesign.safefs import read_regular
+            from opdesign.io.safefs import read_regular
 
             try:
                 raw = read_regular(input_file, MAX_REQUEST_BYTES, "--input")
@@ -240,7 +240,7 @@ def main_call(name: str, input_file: Path | None, root: str | Path) -> int:
         payload, ok = ToolIOError(f"--input: {err.strerror or err}").to_json(), False
     else:
         if name in RANKING_TOOLS:
-            from opdesign.npthreads import import_numpy
+            from opdesign._startup.npthreads import import_numpy
 
             import_numpy()
         payload, ok = call_tool(name, args, root)

@@ -1,6 +1,6 @@
 """The catalog loader: pattern cards, constraint tables and device profiles from the data folders.
 
-Data (see :mod:`opdesign.paths`): ``patterns/{skeletons,atoms}/*.md`` (one card per
+Data (see :mod:`opdesign.io.paths`): ``patterns/{skeletons,atoms}/*.md`` (one card per
 file: YAML front matter + Markdown body; ``index.md`` lists them, see
 :func:`index_mismatches`), ``constraints/{tiling,loop,symbolic,dataflow,api}.yaml``
 (C-TILE/LOOP/SYM/DATA/API) and ``constraints/devices.yaml`` (a2/a3/a5, every figure
@@ -23,7 +23,7 @@ from opdesign.catalog.models import (
 )  # fmt: skip
 from opdesign.catalog.store import load_cached
 from opdesign.errors import CatalogError
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 
 
 def _fail(rel: str, message: str) -> CatalogError:
@@ -158,7 +158,7 @@ def load_catalog_from(patterns_dir: Path | str, constraints_dir: Path | str) -> 
 
 @cache
 def load_catalog() -> Catalog:
-    """Load the shipped catalog once per process (from ``opdesign.paths.data_dir``).
+    """Load the shipped catalog once per process (from ``opdesign.io.paths.data_dir``).
 
     The loaded catalog is kept between processes (:mod:`opdesign.catalog.store`), keyed by a hash
     of every card and table file, so an edited file is read again."""

@@ -5,7 +5,7 @@
 hand-written: forms seen in designs that the release lacks, with the real form.
 The planner asks it what the release can do (e.g. SK-16 single pass needs
 ``pypto.atomic_add``); the validator checks kernel code against it
-(:mod:`opdesign.validate.api_surface`).
+(:mod:`opdesign.validate.analysis.api_surface`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from opdesign.catalog.store import load_cached
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 
 
 @dataclass(frozen=True)

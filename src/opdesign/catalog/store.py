@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from opdesign.paths import cache_root
+from opdesign.io.paths import cache_root
 
 T = TypeVar("T")
 #: the modules whose code shapes a cached object (their bytes are part of every key)

@@ -225,7 +225,7 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
     """
     if data is None:
         from opdesign.errors import ToolIOError
-        from opdesign.safefs import read_regular
+        from opdesign.io.safefs import read_regular
 
         try:
             data = read_regular(path, MAX_GOLDEN_BYTES)

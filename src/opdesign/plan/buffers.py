@@ -11,7 +11,7 @@ items (domain.md §7).
 from __future__ import annotations
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.dtypes import DTYPE_BYTES
+from opdesign.catalog.dtypes import DTYPE_BYTES
 from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
 
 ACC_BYTES = 4  # FP32 accumulators and matmul results (SK-01 rule 6, C-API-05)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opdesign.catalog import load_catalog
-from opdesign.dtypes import DTYPE_BYTES
+from opdesign.catalog.dtypes import DTYPE_BYTES
 from opdesign.plan.buffers import l0_budgets
 from opdesign.plan.core import CubeTile, VecTile
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, WithJsonSchema, computed_field, model_serializer
 
-from opdesign.dtypes import DTYPE_BYTES
+from opdesign.catalog.dtypes import DTYPE_BYTES
 
 Stage = Literal["C1", "V1", "C2", "V2"]
 

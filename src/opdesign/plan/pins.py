@@ -1,4 +1,4 @@
-"""Tiles pinned on a plan: ``opdesign new --candidate N`` / ``--tiles`` (:mod:`opdesign.candidate`)."""
+"""Tiles pinned on a plan: ``opdesign new --candidate N`` / ``--tiles`` (:mod:`opdesign.workflows.pin`)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, card: Ca
     to the tile (SK-01 safe form). Performance form: the K side of C2 doubles its
     L1 tile (fewer, larger PV loads: FAI tuning "larger kvSeqBase"). C1's k L1
     equals head_dim (FAI ``L1TileShape::K = head_dim``). All axes satisfy
-    C-TILE-05. A cost-model candidate (:mod:`opdesign.costmodel`) passes
+    C-TILE-05. A cost-model candidate (:mod:`opdesign.tuning`) passes
     ``qk_tile`` (the L0 = L1 tile of C1's m and n and of C2's m, replacing the
     safe tile) and ``pv_tile`` (C2's k L1 tile); both default to the rule above.
     Rectangular tiles: ``qk_tile = (m, n)`` sets C1's m and n apart, ``pv_tile = (m, k)``

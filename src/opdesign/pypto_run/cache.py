@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from opdesign.paths import ENV_CACHE_DIR, cache_root  # noqa: F401  (ENV_CACHE_DIR: the documented name)
+from opdesign.io.paths import ENV_CACHE_DIR, cache_root  # noqa: F401  (ENV_CACHE_DIR: the documented name)
 
 from ._lazy import import_pypto, import_torch, require_supported_release
 

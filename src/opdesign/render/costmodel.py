@@ -1,8 +1,8 @@
-"""Text view of a :class:`opdesign.costmodel.Ranking` (``opdesign rank``); formats, never computes."""
+"""Text view of a :class:`opdesign.tuning.Ranking` (``opdesign rank``); formats, never computes."""
 
 from __future__ import annotations
 
-from opdesign.costmodel.rank import CandidateRow, Ranking
+from opdesign.tuning.rank import CandidateRow, Ranking
 
 _HEAD = (f"{'rank':>6} {'q_tile':>6} {'kv_tile':>7} {'qk':>7} {'pv':>7} {'vec':>7} {'unroll':>6} {'G':>2} {'S':>2} "
          f"{'score_cycles':>13} {'C1':>9} {'V1':>9} {'C2':>9} {'V2':>9} {'sched':>6}  bottleneck  form")

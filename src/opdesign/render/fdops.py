@@ -11,7 +11,7 @@ import stat
 import time
 
 from opdesign.errors import BusyError
-from opdesign.safefs import DIR_FLAGS, NOFOLLOW
+from opdesign.io.safefs import DIR_FLAGS, NOFOLLOW
 
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
 #: How long a writer waits for another writer of the same folder before it answers ``busy``.

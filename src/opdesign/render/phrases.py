@@ -15,9 +15,9 @@ import string
 from functools import cache
 from typing import Any
 
-from opdesign.paths import data_dir
+from opdesign.io.paths import data_dir
 from opdesign.plan.models import Phrase
-from opdesign.yamlload import safe_load
+from opdesign.io.yamlload import safe_load
 
 #: The serialisation context that turns every phrase of a dumped model into its sentence.
 SAY: dict[str, Any]

@@ -39,7 +39,7 @@ from opdesign.render.fdops import (
     subdir,
     umask,
 )
-from opdesign.safefs import CLOEXEC, DIR_FLAGS, NOFOLLOW, Jail, Resolved
+from opdesign.io.safefs import CLOEXEC, DIR_FLAGS, NOFOLLOW, Jail, Resolved
 
 STAGING_PREFIX = ".opdesign-staging-"
 #: Staging folders inside a target (file-by-file publish): only a writer of that target removes them.

@@ -63,7 +63,7 @@ class Skeleton:
         rederive_budgets: (UB, L1) re-derived from a block, or None when the block lacks a figure.
         rederive_expansion: the C-TILE-04 estimate re-derived from a block with valid V1/V2 tiles,
             ``q_tile``, ``kv_tile`` and ``head_dim``.
-        ranked: the cost model (:mod:`opdesign.costmodel`) ranks its plans.
+        ranked: the cost model (:mod:`opdesign.tuning`) ranks its plans.
         cube_in_vector_scope: its pseudocode keeps matmuls inside one ``sg_set_scope`` (AT-21 exception).
     """
 

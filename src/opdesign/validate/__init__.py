@@ -8,15 +8,15 @@ Library API (the CLI and the agent tools call the same functions)::
     report = validate_paths(["op/op_kernel.py"])        # a PyPTO kernel source (ast; file lines)
     report.findings  # [Finding(rule, level, message, file, line)], report.summary, report.exit_code
 
-Rules: :func:`opdesign.validate.collect.all_rules` (``opdesign rules`` lists them).
+Rules: :func:`opdesign.validate.engine.collect.all_rules` (``opdesign rules`` lists them).
 """
 
 from __future__ import annotations
 
-from opdesign.validate.collect import all_rules, get_rule
+from opdesign.validate.engine.collect import all_rules, get_rule
 from opdesign.validate.engine import MAX_INPUT_BYTES, validate_kernel_text, validate_paths, validate_text
 from opdesign.validate.model import Finding, Report, Summary
-from opdesign.validate.registry import Rule
+from opdesign.validate.api import Rule
 
 __all__ = ["MAX_INPUT_BYTES", "Finding", "Report", "Rule", "Summary", "all_rules", "get_rule", "validate_paths",
            "validate_kernel_text", "validate_text"]

@@ -153,7 +153,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     ``overrides`` are extra :class:`Plan` fields set by a caller that falls back
     to SK-01 (e.g. ``fallback_from``, ``skeleton_checks`` from SK-02). ``pins`` replaces the
     form's tiles by a ranked candidate's or hand-pinned ones (the form stays the SPEC's);
-    the caller checks the pinned tiles against the hard rules (``opdesign.pipeline``).
+    the caller checks the pinned tiles against the hard rules (``opdesign.workflows.new``).
 
     The performance form is taken when its four conditions hold and its tiles fit the device;
     when they do not fit, the plan goes back to the safe baseline (SK-01 card: breaking an
@@ -197,7 +197,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     q_tiles, kv_tiles = ceil(s.seq_q / q_tile), ceil(s.seq_kv / kv_tile)
     variant = sk01_variant(spec)
     over = _over(ub, l1, l0)
-    if over and pins is None:  # pinned tiles: the caller names the broken rule (opdesign.candidate)
+    if over and pins is None:  # pinned tiles: the caller names the broken rule (opdesign.workflows.pin)
         raise SpecError(
             "shape: no legal tiling: " + "; ".join(f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over)
             + " (C-TILE-03)"

@@ -15,10 +15,10 @@ from typing import Any
 
 from opdesign.skeletons.sk01 import ID
 from opdesign.plan import checks
-from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import allocation, call_name, int_value
-from opdesign.validate.registry import Context, Hit, rule
-from opdesign.validate import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.parse.pseudocode import allocation, call_name, int_value
+from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.analysis import astnodes
 
 VECTOR_OPS = frozenset({"mul", "muls", "amax", "amin", "rowmax", "rowsum", "sub", "exp", "sum", "softmax", "cast",
                         "div", "maximum", "minimum", "add", "where", "causal_fill", "reciprocal", "neg"})

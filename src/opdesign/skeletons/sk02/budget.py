@@ -11,7 +11,7 @@ from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
 from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, vec_op_bytes
-from opdesign.dtypes import DTYPE_BYTES
+from opdesign.catalog.dtypes import DTYPE_BYTES
 from opdesign.plan.core import Budget, BudgetItem, Expansion, ExpansionOp, VecTile
 from opdesign.plan.tiles import align_up
 

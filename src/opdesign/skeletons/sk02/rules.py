@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 from opdesign.skeletons.sk02 import ID
 from opdesign.plan import checks
-from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, allocation, call_name, keyword
-from opdesign.validate.values import declared_axes, is_dynamic
-from opdesign.validate.registry import Context, Hit, condition, rule
-from opdesign.validate import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.parse.pseudocode import Node, allocation, call_name, keyword
+from opdesign.validate.analysis.values import declared_axes, is_dynamic
+from opdesign.validate.api import Context, Hit, condition, rule
+from opdesign.validate.analysis import astnodes
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")
@@ -130,7 +130,7 @@ def check_tiles_outside_loops(ctx: Context) -> Iterator[Hit]:
     """The card (SK-02-R5) asks for the TileShapes to be set once, outside the loop, with compile-time
     values, so that they cannot drift between iterations or depend on runtime values (its consequence:
     C-TILE-06). A TileShape inside a loop that takes a value which can change per iteration (a loop
-    index, a runtime length: :mod:`opdesign.validate.values`) is reported.
+    index, a runtime length: :mod:`opdesign.validate.analysis.values`) is reported.
 
     Compile-time TileShapes set inside the loop are where the card's wording and real code disagree,
     and they are not reported: PyPTO 0.2.0 applies a TileShape to the ops that follow it, and real

@@ -13,10 +13,10 @@ from typing import Iterator
 
 from opdesign.golden.names import STATS_INPUT
 from opdesign.skeletons.sk16 import ID
-from opdesign.validate import blockdata as bd
-from opdesign.validate.pseudocode import Node, call_name, dotted, keyword
-from opdesign.validate.registry import Context, Hit, condition, rule
-from opdesign.validate import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.parse.pseudocode import Node, call_name, dotted, keyword
+from opdesign.validate.api import Context, Hit, condition, rule
+from opdesign.validate.analysis import astnodes
 
 ZEROING = frozenset({"zeros", "zeros_like", "zero_"})
 RUNTIME_MODULES = ("pypto.", "torch.", "np.", "numpy.")

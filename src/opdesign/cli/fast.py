@@ -1,0 +1,135 @@
+"""The hot commands without Typer: ``golden`` and ``validate`` run straight from ``sys.argv``.
+
+Importing Typer (and through it click and pydantic) costs more CPU than these commands' own work,
+so :func:`fast_command` reads their command line itself, but only when it is plain
+(:func:`parse_plain`, which ``opdesign new``'s fast path uses too). Anything else (``--help``,
+``--name=VALUE``, ``--``, an unknown or repeated option, a missing value or argument, an empty or
+unreadable path) returns None and the Typer tree
+(:mod:`opdesign.cli.app`) parses the line, so help, usage errors and their exit codes are Typer's
+own. Both paths run the same command bodies (:func:`golden_command`, :func:`validate_command`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from opdesign.cli.output import is_quiet, reset, set_quiet
+from opdesign.errors import EXIT_INTERRUPTED
+from opdesign.io.streams import ascii_json, echo, say
+
+_QUIET = ("-q", "--quiet")
+_COUNT = re.compile(r"(0|[1-9][0-9]{0,8})")
+#: Per command: its flags, its options that take a value (and whether the value is a count), and
+#: how many positional arguments it takes (None: one or more).
+_COMMANDS: dict[str, tuple[tuple[str, ...], dict[str, bool], int | None]] = {
+    "golden": (("--json",), {"--function": False, "--state-groups": True, "--cross-tile-reduce": True}, 1),
+    "validate": ((), {"--format": False}, None),
+}
+
+
+def golden_command(golden: Path, function: str | None, state_groups: int | None, cross_tile_reduce: int | None,
+                   as_json: bool) -> None:
+    """``opdesign golden``: the estimate as text, or as the JSON of :class:`~opdesign.golden.GoldenReport`."""
+    from opdesign.golden.estimate import analyse_golden, facts_json
+    from opdesign.render.golden import render_golden_text
+
+    facts = analyse_golden(golden, function, state_groups, cross_tile_reduce)
+    echo(ascii_json(facts_json(facts)) if as_json else render_golden_text(facts))
+
+
+def validate_command(paths: list[str], fmt: str) -> int:
+    """``opdesign validate``: print the report in ``fmt``; the report's exit code."""
+    from opdesign.errors import InputError
+    from opdesign.validate.output import FORMATTERS
+
+    if fmt not in FORMATTERS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
+    from opdesign.validate import validate_paths
+    from opdesign.validate.output import format_text
+
+    report = validate_paths(paths)
+    quiet_text = fmt == "text" and is_quiet()  # the findings without the "checked N files" line
+    echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
+    return report.exit_code
+
+
+def _plain_path(arg: str) -> bool:
+    """An argument Typer would pass on unchanged: not empty, not an option, readable when it exists."""
+    return bool(arg) and not arg.startswith("-") and (not os.path.exists(arg) or os.access(arg, os.R_OK))
+
+
+def parse_plain(argv: list[str], commands: dict[str, tuple[tuple[str, ...], dict[str, bool], int | None]]
+                ) -> tuple[str, dict[str, str], set[str], list[str], bool] | None:
+    """``(command, options, flags, positionals, quiet)`` of a plain command line, else None.
+
+    ``commands`` maps a command word to its flags, its options that take a value (True: the value is
+    a count) and how many positional arguments it takes (None: one or more). Plain means: global
+    ``-q`` / ``--quiet`` flags, the command word, then each flag and option at most once, every
+    option as ``--name VALUE`` with a value that is not empty and does not start with ``-``, counts
+    in canonical decimal, and readable positional paths (:func:`_plain_path`).
+    """
+    i, quiet = 0, False
+    while i < len(argv) and argv[i] in _QUIET:
+        i, quiet = i + 1, True
+    if i >= len(argv) or argv[i] not in commands:
+        return None
+    command = argv[i]
+    flags_known, valued, count = commands[command]
+    options: dict[str, str] = {}
+    flags: set[str] = set()
+    positionals: list[str] = []
+    rest = argv[i + 1:]
+    j = 0
+    while j < len(rest):
+        arg = rest[j]
+        if arg in _QUIET:
+            quiet = True
+        elif arg in flags_known and arg not in flags:
+            flags.add(arg)
+        elif arg in valued:
+            if arg in options or j + 1 >= len(rest) or not rest[j + 1] or rest[j + 1].startswith("-"):
+                return None
+            value = rest[j + 1]
+            if valued[arg] and not _COUNT.fullmatch(value):
+                return None
+            options[arg] = value
+            j += 1
+        elif count != 0 and _plain_path(arg):
+            positionals.append(arg)
+        else:
+            return None
+        j += 1
+    if (count is None and not positionals) or (count is not None and len(positionals) != count):
+        return None
+    return command, options, flags, positionals, quiet
+
+
+def fast_command(argv: list[str]) -> Callable[[], int] | None:
+    """The run of a plain ``golden`` / ``validate`` command line (its exit code), or None for Typer."""
+    parsed = parse_plain(argv, _COMMANDS)
+    if parsed is None:
+        return None
+    command, options, flags, positionals, quiet = parsed
+
+    def run() -> int:
+        reset()  # --quiet is per run, as with the Typer tree
+        set_quiet(quiet)
+        try:
+            if command == "golden":
+                counts = {name: None if name not in options else int(options[name])
+                          for name in ("--state-groups", "--cross-tile-reduce")}
+                golden_command(Path(positionals[0]), options.get("--function"), counts["--state-groups"],
+                               counts["--cross-tile-reduce"], "--json" in flags)
+                return 0
+            return validate_command(positionals, options.get("--format", "text"))
+        except EOFError:  # as click: a new line, then "aborted"
+            say("")
+            say("error: aborted")
+            return 1
+        except KeyboardInterrupt:  # Ctrl-C: 130 as the Typer commands, never 1 (findings) to a CI job
+            return EXIT_INTERRUPTED
+
+    return run

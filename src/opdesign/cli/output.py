@@ -1,0 +1,83 @@
+"""What every CLI command shares: ``--quiet``, ``--version`` and the help metavars.
+
+``--quiet`` (``-q``, on every command and before the command) keeps the findings, the results and
+the errors and drops what only reports progress: the "wrote ..." lines, summary lines, hints and
+progress messages. Commands print those through :func:`note`, so the flag is one switch here.
+"""
+
+from __future__ import annotations
+
+_STATE = {"quiet": False}
+
+QUIET_HELP = 'only findings, results and errors: no summary, progress or "wrote ..." lines'
+#: Metavars shown by ``--help`` (Typer would print ``<str>``, ``<bool>``, ``<list[str]>``).
+FLAG = ""  # a flag takes no value
+
+
+def set_quiet(value: bool) -> bool:
+    """Option callback of ``--quiet``: once set (before or after the command), it stays set."""
+    if value:
+        _STATE["quiet"] = True
+    return value
+
+
+def reset() -> None:
+    """Back to the default (tests that run several commands in one process)."""
+    _STATE["quiet"] = False
+
+
+def is_quiet() -> bool:
+    return _STATE["quiet"]
+
+
+def quiet_option() -> bool:
+    """The ``-q/--quiet`` option (a fresh OptionInfo per command)."""
+    import typer  # here, not at the top: the fast path (opdesign.cli.fast) reads is_quiet without Typer
+
+    return typer.Option(False, "--quiet", "-q", help=QUIET_HELP, callback=set_quiet, metavar=FLAG)
+
+
+def note(message: str, err: bool = False) -> None:
+    """Print a summary, hint or progress line unless ``--quiet`` was given."""
+    if not _STATE["quiet"]:
+        from opdesign.io.streams import echo
+
+        echo(message, err=err)
+
+
+def package_version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's ``__version__``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("opdesign")
+    except PackageNotFoundError:
+        from opdesign import __version__
+
+        return __version__
+
+
+def print_version(value: bool) -> None:
+    """Eager callback of ``--version``: ``opdesign X.Y.Z`` on stdout, exit 0."""
+    if value:
+        import typer
+
+        typer.echo(f"opdesign {package_version()}")
+        raise typer.Exit(0)
+
+
+def _no_type_label(ctx: object = None) -> None:
+    return None
+
+
+def tidy_help(command):  # noqa: ANN001, ANN201 - a click command tree, returned as given
+    """Arguments show their metavar (``PATH...``, ``FILE``) without Typer's ``<list[str]>`` / ``<path>``
+    label (Typer >= 0.16 prints one next to every argument); options set their metavar in the CLI."""
+    stack = [command]
+    while stack:
+        cmd = stack.pop()
+        for param in cmd.params:
+            if param.param_type_name == "argument" and param.metavar:
+                param.display_type_rich = _no_type_label  # read by Typer's help record; absent in older Typer
+        stack.extend(getattr(cmd, "commands", {}).values())
+    return command

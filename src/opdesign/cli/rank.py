@@ -1,0 +1,56 @@
+"""``opdesign rank``: the cost-model ranking, and with ``--sim K`` its check against PyPTO SIM.
+
+Registered on the Typer app by :mod:`opdesign.cli.app` (``app.command("rank")(rank_cmd)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from opdesign.cli.output import FLAG, is_quiet, note, quiet_option
+from opdesign.io.streams import ascii_json, echo
+
+
+def rank_cmd(
+    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)", metavar="FILE"),
+    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected; N >= 1)", metavar="N"),
+    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON", metavar=FLAG),
+    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids",
+                                       metavar=FLAG),
+    within_form: bool = typer.Option(False, "--within-form", help="leave out candidates that break the plan's form "
+                                     "(flagged in form_rules otherwise)", metavar=FLAG),
+    sim: int = typer.Option(None, "--sim", min=1, metavar="K",
+                            help="run the top K and K evenly spaced candidates in PyPTO SIM (extra opdesign[pypto]) "
+                                 "and compare the ranking with the SIM times"),
+    sim_timeout: float = typer.Option(900.0, "--sim-timeout", min=1, metavar="S",
+                                      help="seconds per candidate compile + SIM before it counts as failed"),
+    uncalibrated: bool = typer.Option(False, "--uncalibrated", help="the raw CostParams, not the committed "
+                                      "calibration (constraints/costmodel/calibration.yaml)", metavar=FLAG),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""
+    from opdesign._startup.npthreads import import_numpy
+
+    import_numpy()
+    from opdesign.tuning.model.calibration import load_params
+    from opdesign.workflows.new import plan_from_spec, rank_spec
+    from opdesign.render.costmodel import render_ranking_text
+    from opdesign.spec import load_spec
+
+    loaded = load_spec(spec)  # read once
+    plan, params = plan_from_spec(loaded, spec), load_params(not uncalibrated)
+    if sim is None:
+        ranking = rank_spec(loaded, plan, top, show_rejected, params=params, within_form=within_form)
+        echo(ascii_json(ranking.model_dump_json(indent=2)) if as_json
+             else render_ranking_text(ranking, show_rejected, trailer=not is_quiet()), nl=as_json)
+        return
+    import json
+
+    from opdesign.workflows.sim_rank import format_sim_text, sim_rank
+
+    ranking = rank_spec(loaded, plan, None, show_rejected, params=params, within_form=within_form)  # every legal row: the spread picks reach the last rank
+    report = sim_rank(loaded, spec, plan, ranking, sim, top=top, timeout=sim_timeout,
+                      progress=lambda msg: note(msg, err=True))
+    echo(json.dumps(report, indent=2) if as_json else format_sim_text(report))

@@ -1,0 +1,1 @@
+"""The cost model proper: ISA cycles, FAI stages, parameters, calibration."""

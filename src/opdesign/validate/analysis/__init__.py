@@ -1,0 +1,1 @@
+"""Code analysis over parsed programs: AST nodes, flow, order, values, scopes, the API surface, block data."""

@@ -1,0 +1,1 @@
+"""Parsing: DESIGN.md, inline Markdown, pseudocode, prose, kernel sources, text input."""

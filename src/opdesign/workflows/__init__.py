@@ -1,0 +1,1 @@
+"""What the CLI and the agent both call: new (SPEC -> files), pin (a ranked candidate), sim_rank."""
