@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import opdesign.workflows.validate  # noqa: F401 - hands the validator the registered skeletons, as the CLI does
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "specs"
 

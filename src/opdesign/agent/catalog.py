@@ -89,7 +89,7 @@ class ListRulesResult(ToolOutput):
 
 def _rulebook(name: str) -> Any:
     """A function of the one rule catalog (:mod:`opdesign.validate.engine.rulebook`), shared with ``opdesign rules``."""
-    return require_library("opdesign.validate.engine.rulebook", name)
+    return require_library("opdesign.workflows.validate", name)
 
 
 def _list_rules(args: ListRulesInput, root: Root) -> ListRulesResult:

@@ -231,11 +231,11 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
         if size > MAX_TEXT_BYTES:
             raise TooLargeError(f"validate_design: text: {size} bytes in UTF-8, over the limit of {MAX_TEXT_BYTES}",
                                 {"field": "text", "bytes": size, "limit": MAX_TEXT_BYTES})
-        validate_text = require_library("opdesign.validate", "validate_text")
+        validate_text = require_library("opdesign.workflows.validate", "validate_text")
         return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text)
     from opdesign.errors import OpdesignError
-    from opdesign.validate.engine import (DESIGN_NAME, INTERFACES_PATH, Unusable, kernel_findings_loaded,
-                                          validate_loaded)
+    from opdesign.workflows.validate import (DESIGN_NAME, INTERFACES_PATH, Unusable, kernel_findings_loaded,
+                                             validate_loaded)
     from opdesign.validate.model import Report
 
     kernels: list[tuple[str, bytes | Unusable]] = []

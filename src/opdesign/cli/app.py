@@ -149,7 +149,7 @@ def rules(
     quiet: bool = quiet_option(),
 ) -> None:
     """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
-    from opdesign.validate.engine.rulebook import lookup_text, row_line, rule_rows
+    from opdesign.workflows.validate import lookup_text, row_line, rule_rows
 
     if rule_id is not None:  # a rule in full; a card (SK-01) or family (C-TILE) id lists its rules
         text = lookup_text(rule_id, as_json, _value_lines)

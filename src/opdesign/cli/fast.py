@@ -47,7 +47,7 @@ def validate_command(paths: list[str], fmt: str) -> int:
 
     if fmt not in FORMATTERS:
         raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
-    from opdesign.validate import validate_paths
+    from opdesign.workflows.validate import validate_paths
     from opdesign.validate.output import format_text
 
     report = validate_paths(paths)

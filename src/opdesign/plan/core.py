@@ -7,11 +7,15 @@ re-derives budgets and expansions from a DESIGN.md block) loads no planner-only 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass as _dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, WithJsonSchema, computed_field, model_serializer
 
 from opdesign.catalog.dtypes import DTYPE_BYTES
+
+if TYPE_CHECKING:
+    from opdesign.catalog import DeviceProfile
 
 Stage = Literal["C1", "V1", "C2", "V2"]
 
@@ -124,3 +128,23 @@ class Expansion(_Model):
     limit: int = Field(description="C-TILE-04 expansion_limit, on the whole traced body")
     within_limit: bool = Field(description="body_total <= limit (one definition for every skeleton)")
     body_ratio: float = Field(description="body_total / limit, rounded to 0.1 (unitless)")
+
+
+@_dataclass(frozen=True)
+class BlockTiles:
+    """The figures of a DESIGN.md ``opdesign:`` block the budgets are re-derived from.
+
+    ``None`` is a missing or malformed value (the validator's accessors read it so).
+    """
+
+    device: DeviceProfile | None
+    cube: dict[str, CubeTile] | None
+    vec: dict[str, VecTile] | None
+    form: str | None
+    dtype: str | None
+    quant: str | None
+    q_tile: int | None
+    kv_tile: int | None
+    head_dim: int | None
+    passes: int
+    cube_nbuffer: int

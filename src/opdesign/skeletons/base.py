@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from opdesign.plan.core import BlockTiles  # the validator builds it; re-exported for the registrations
+
 if TYPE_CHECKING:  # the validator imports the registrations: no SPEC, Plan or catalog models at run time
-    from opdesign.catalog import DeviceProfile
-    from opdesign.plan.models import Budget, CubeTile, Expansion, FormCheck, Plan, Text, VecTile
+    from opdesign.plan.models import Budget, Expansion, FormCheck, Plan, Text
     from opdesign.spec import Spec
 
 GoldenCount = tuple[int, str] | None
@@ -26,25 +27,6 @@ class Rejected:
 
     checks: list[FormCheck]
 
-
-@dataclass(frozen=True)
-class BlockTiles:
-    """The figures of a DESIGN.md ``opdesign:`` block the budgets are re-derived from.
-
-    ``None`` is a missing or malformed value (the validator's accessors read it so).
-    """
-
-    device: DeviceProfile | None
-    cube: dict[str, CubeTile] | None
-    vec: dict[str, VecTile] | None
-    form: str | None
-    dtype: str | None
-    quant: str | None
-    q_tile: int | None
-    kv_tile: int | None
-    head_dim: int | None
-    passes: int
-    cube_nbuffer: int
 
 
 @dataclass(frozen=True)

@@ -201,3 +201,42 @@ class Context:
 
     def iface_line(self, *path: Any) -> int:
         return self.interfaces.line(*path) if self.interfaces else 1
+
+
+# --- The skeletons, handed in by the caller -------------------------------------------------------
+# The validator never imports ``opdesign.skeletons``: whoever runs it (``opdesign.workflows.validate``,
+# which the CLI, the agent and the tests use) hands it the registered skeleton records once. A record
+# is an ``opdesign.skeletons.base.Skeleton``: ``id``, ``rule_modules``, ``rederive_budgets``,
+# ``rederive_expansion``, ``vector_rule`` ... (read by attribute, never compared by id).
+
+
+@dataclass(frozen=True)
+class Skeletons:
+    """The registered skeletons (selection order) and the one assumed for a design that names none."""
+
+    all: tuple[Any, ...]
+    fallback: Any
+
+    def find(self, skeleton_id: str | None) -> Any | None:
+        """The registered skeleton with this id (exact spelling), or None."""
+        return next((s for s in self.all if s.id == skeleton_id), None)
+
+
+_HANDED: list[Skeletons] = []
+
+
+def use_skeletons(skeletons: tuple[Any, ...], fallback: Any) -> None:
+    """Hand the validator the registered skeletons (the caller's registry); a second call replaces them."""
+    _HANDED[:] = [Skeletons(tuple(skeletons), fallback)]
+
+
+def skeletons() -> Skeletons:
+    """The skeletons handed in by :func:`use_skeletons`.
+
+    Raises:
+        RuntimeError: none were handed in (run the validator through ``opdesign.workflows.validate``).
+    """
+    if not _HANDED:
+        raise RuntimeError("the validator has no skeletons: import opdesign.workflows.validate (it hands the "
+                           "registered ones) or call opdesign.validate.api.use_skeletons")
+    return _HANDED[0]

@@ -160,7 +160,7 @@ def _rule_ids_cost(spec: Spec, plan: Plan) -> tuple[list[str], str]:
 def _rule_ids_validator(plan: Plan) -> list[tuple[str, str]]:
     """(rule id, message) of every error the validator reports on the rendered pinned design."""
     from opdesign.render.design import render_all
-    from opdesign.validate import validate_paths
+    from opdesign.workflows.validate import validate_paths
 
     with tempfile.TemporaryDirectory(prefix="opdesign-pinned-") as tmp:
         for rel, text in render_all(plan).items():

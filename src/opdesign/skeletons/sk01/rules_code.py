@@ -1,6 +1,6 @@
 """SK-01's loop order on kernel code (OD-KN-07): the KV-tile loop runs inside the Q-tile loop.
 
-Loops are told apart by :func:`opdesign.validate.rules.code.loop_role` (their ``name=``, index or
+Loops are told apart by :func:`opdesign.validate.analysis.loops.loop_role` (their ``name=``, index or
 bound). Source: the SK-01 card's loop nest (batch -> head -> Q tile -> KV tile) and SK-01-R2.
 """
 
@@ -13,7 +13,7 @@ from opdesign.skeletons.sk01 import ID
 from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.parse.pseudocode import Program
 from opdesign.validate.api import Context, Hit, rule
-from opdesign.validate.rules.code import loop_role, parsed_program
+from opdesign.validate.analysis.loops import loop_role, parsed_program
 
 
 def _backward(program: Program) -> bool:

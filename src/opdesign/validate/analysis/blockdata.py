@@ -12,9 +12,7 @@ from typing import Any
 
 from opdesign.catalog import load_catalog
 from opdesign.plan import checks
-from opdesign.skeletons.base import Skeleton
-from opdesign.skeletons.registry import FALLBACK, find
-from opdesign.validate.api import Context, Hit
+from opdesign.validate.api import Context, Hit, skeletons
 
 #: Largest tile or size value taken as a number; bigger ones are reported by C-TILE-06.
 MAX_VALUE = checks.MAX_VALUE
@@ -63,7 +61,7 @@ def accumulator_names(ctx: Context) -> list[str]:
     accs = (ctx.block or {}).get("accumulators")
     if isinstance(accs, dict) and accs:
         return [str(k) for k in accs]
-    return list(catalog().card(FALLBACK.id).param("accumulators"))
+    return list(catalog().card(skeletons().fallback.id).param("accumulators"))
 
 
 def _pair(value: Any) -> tuple[int, int] | None:
@@ -167,11 +165,12 @@ def skeleton(ctx: Context) -> str | None:
     return block_skeleton(ctx) or table_skeleton(ctx) or ctx.declared_skeleton
 
 
-def rules_skeleton(ctx: Context) -> Skeleton | None:
+def rules_skeleton(ctx: Context) -> Any | None:
     """The registered skeleton whose formulas the rules use: the design's, or the fallback (SK-01) when
     it names none; None when it names a skeleton without a package."""
     name = skeleton(ctx)
-    return FALLBACK if name is None else find(name)
+    handed = skeletons()
+    return handed.fallback if name is None else handed.find(name)
 
 
 def cell_int(text: str) -> int | None:

@@ -1,5 +1,5 @@
 """All validator rules: the shared rule modules of :mod:`opdesign.validate` plus each registered
-skeleton's ``rule_modules``, imported once by name (so no rule module imports this one back).
+handed-in skeleton's ``rule_modules``, imported once by name (so no rule module imports this one back).
 """
 
 from __future__ import annotations
@@ -7,18 +7,22 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from opdesign.skeletons.registry import SKELETONS
-from opdesign.validate.api import Rule, registered
+from opdesign.validate.api import Rule, registered, skeletons
 
 #: The shared rule modules (document, interfaces, numbers, budgets, pseudocode).
 RULE_MODULES = tuple(f"opdesign.validate.rules.{name}" for name in (
     "document", "interfaces", "numbers", "budget", "ub", "pseudocode", "api", "code"))
 
 
-@cache
 def all_rules() -> dict[str, Rule]:
-    """Every rule by id, in family order then id (imports the rule modules once)."""
-    for name in RULE_MODULES + tuple(m for s in SKELETONS for m in s.rule_modules):
+    """Every rule by id, in family order then id (imports the rule modules once): the shared ones and
+    those of the skeletons handed in (:func:`opdesign.validate.api.use_skeletons`)."""
+    return _all_rules(tuple(m for s in skeletons().all for m in s.rule_modules))
+
+
+@cache
+def _all_rules(skeleton_modules: tuple[str, ...]) -> dict[str, Rule]:
+    for name in RULE_MODULES + skeleton_modules:
         importlib.import_module(name)
     return registered()
 

@@ -14,11 +14,10 @@ from typing import Any
 
 from opdesign.plan import checks
 from opdesign.plan.buffers import l0_budgets
-from opdesign.skeletons.base import BlockTiles
-from opdesign.skeletons.registry import FALLBACK
+from opdesign.plan.core import BlockTiles
 from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.parse.pseudocode import call_name, int_value
-from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.api import Context, Hit, rule, skeletons
 
 TOTAL_NAMES = frozenset({"total", "合计", "总计", "总量"})
 VALUE_COLUMN = ("current", "value", "当前", "取值", "值")
@@ -31,7 +30,7 @@ def _cube_nbuffer(ctx: Context) -> int:
     stated = bd.pos_int((ctx.block or {}).get("cube_nbuffer"))
     if stated:
         return stated
-    rec = next(r for r in bd.catalog().card(FALLBACK.id).config if r.key == "pass_options.cube_nbuffer_setting")
+    rec = next(r for r in bd.catalog().card(skeletons().fallback.id).config if r.key == "pass_options.cube_nbuffer_setting")
     return int(rec.value[-1])
 
 

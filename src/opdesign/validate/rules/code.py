@@ -11,29 +11,18 @@ OD-KN-07 (SK-01's loop order) lives in :mod:`opdesign.skeletons.sk01.rules_code`
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
-from opdesign.skeletons.registry import FALLBACK
 from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.analysis import codeflow
 from opdesign.validate.analysis.codeorder import Carried, Order, defined_names, module_names
-from opdesign.validate.parse.pseudocode import Node, Program, call_name, dotted, keyword, unparse
-from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.pseudocode import Program, call_name, dotted, keyword, unparse
+from opdesign.validate.analysis.loops import loop_role, loop_var, parsed_program
+from opdesign.validate.api import Context, Hit, rule, skeletons
 
 #: Vector ops that open a vector stage after a matmul (the op needs a vector TileShape).
 VECTOR_OPS = frozenset({"mul", "amax", "amin", "sub", "exp", "sum", "cast", "div", "maximum", "minimum", "add",
                         "where", "neg", "reciprocal"})
-_TOKEN = re.compile(r"[a-z]+\d*")
-BATCH_TOKENS = frozenset({"b", "batch", "bs", "bidx"})
-HEAD_TOKENS = frozenset({"h", "head", "heads", "hidx", "n1", "nh", "kvh", "kv_head"})
-Q_TOKENS = frozenset({"q", "qi", "qidx", "s1", "q_tile", "q_tiles"})
-KV_TOKENS = frozenset({"kv", "kj", "kvidx", "s2", "kv_tile", "kv_tiles"})
-
-
-def parsed_program(ctx: Context) -> Program | None:
-    program = ctx.program
-    return program if program is not None and program.parsed else None
 
 
 @rule("OD-KN-01", "error", "pseudocode", "opdesign validate (kernel source)",
@@ -83,7 +72,7 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     program = parsed_program(ctx)
     if program is None or (ctx.block is not None and ctx.block.get("pypto") is None):
         return
-    vec_rule = bd.rules_skeleton(ctx) is not FALLBACK  # the fallback (SK-01) has SK-01-R1 for vector stages
+    vec_rule = bd.rules_skeleton(ctx) is not skeletons().fallback  # the fallback (SK-01) has SK-01-R1 for vector stages
     group: list[tuple[tuple[str, ...] | None, int]] | None = None
     need_vec = vec_since_cube = False
     for node, _loops, state, flow in codeflow.walk(program):
@@ -238,44 +227,6 @@ def check_builtin_minmax(ctx: Context) -> Iterator[Hit]:
                               f"({unparse(symbolic[0])}).{call.func.id}(...) or pypto.{call.func.id}(a, b)")
 
 
-def _words(texts: list[str]) -> set[str]:
-    words: list[str] = []
-    for text in texts:
-        parts = text.lower().split("_")
-        words += parts + [text.lower()]
-        words += ["_".join(parts[i:i + 2]) for i in range(len(parts) - 1)]
-    return set(words)
-
-
-def loop_words(node: Node) -> tuple[set[str], set[str]]:
-    """(words of the loop's ``name=`` and index, words of its bound)."""
-    s = node.stmt
-    texts: list[str] = []
-    name = keyword(s.iter, "name") if isinstance(s.iter, ast.Call) else None
-    if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        texts.append(name.value)
-    var = _loop_var(node)
-    if var is not None:
-        texts.append(var)
-    bound = [n for arg in (s.iter.args if isinstance(s.iter, ast.Call) else []) for n in codeflow.names_in(arg)]
-    return _words(texts), _words(bound)
-
-
-def _loop_var(node: Node) -> str | None:
-    target = node.stmt.target
-    target = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
-    return target.id if isinstance(target, ast.Name) else None
-
-
-def loop_role(node: Node) -> str | None:
-    """``batch`` / ``head`` / ``q`` / ``kv`` for a loop whose name or index says so, else its bound (else None)."""
-    for words in loop_words(node):
-        for role, tokens in (("batch", BATCH_TOKENS), ("head", HEAD_TOKENS), ("kv", KV_TOKENS), ("q", Q_TOKENS)):
-            if words & tokens:
-                return role
-    return None
-
-
 @rule("OD-KN-05", "error", "pseudocode", "AT-20 (views per batch and head), C-SYM-07",
       "a view / assemble of a batched kernel input ignores the enclosing batch or head loop index",
       bad=("@pypto.frontend.jit()\n"
@@ -320,7 +271,7 @@ def check_batch_head_offsets(ctx: Context) -> Iterator[Hit]:
                 continue
             deps = flow.value(offsets, state).deps
             for loop, role in wanted:
-                var = _loop_var(loop)
+                var = loop_var(loop)
                 if var is not None and var not in deps:
                     yield Hit(program.call_line(call, node),
                               f"{name} of {unparse(tensor)}: offsets {unparse(offsets)} do not depend on the "

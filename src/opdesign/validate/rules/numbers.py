@@ -16,10 +16,9 @@ from typing import Any
 from opdesign.plan import checks
 from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.parse.pseudocode import call_name, int_value, unparse
-from opdesign.skeletons.registry import FALLBACK, find
 from opdesign.validate.engine.collect import all_rules
 from opdesign.validate.analysis.values import declared_axes, is_dynamic
-from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.api import Context, Hit, rule, skeletons
 
 # key -> type the number rules need (tile values themselves are C-TILE-06's business)
 BLOCK_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -57,7 +56,7 @@ def check_block_present(ctx: Context) -> Iterator[Hit]:
         where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
         yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
                   f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
-    elif bd.block_skeleton(ctx) is not None and find(bd.block_skeleton(ctx)) is None:  # no package re-derives it
+    elif bd.block_skeleton(ctx) is not None and skeletons().find(bd.block_skeleton(ctx)) is None:  # no package re-derives it
         yield Hit(ctx.block_line("skeleton"), f"skeleton {bd.skeleton(ctx)}: UB / L1 budgets and the expansion "
                   "estimate are not re-derived (SK-01 formulas); stated totals are checked against the device only")
 
@@ -103,7 +102,7 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     if isinstance(raw, str) and bd.block_skeleton(ctx) is None:
         known = bd.known_skeletons()
         yield Hit(ctx.block_line("skeleton"), f"unknown skeleton {raw!r} (known: {', '.join(known)}); the rules "
-                                              f"run as {bd.skeleton(ctx) or FALLBACK.id + ' (default)'}")
+                                              f"run as {bd.skeleton(ctx) or skeletons().fallback.id + ' (default)'}")
     if isinstance(block.get("form"), str) and block["form"] not in FORMS:
         yield Hit(ctx.block_line("form"), f"opdesign.form {block['form']!r} is not one of {', '.join(FORMS)}")
     if isinstance(block.get("device"), str) and bd.device(ctx) is None:
