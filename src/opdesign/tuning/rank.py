@@ -27,8 +27,6 @@ from opdesign.tuning.model.isa import (
     VECTOR_REPEAT_BYTES,
 )
 from opdesign.tuning.space import (
-    FORM_Q_RULE,
-    FORM_STATIC_RULE,
     PV_FACTORS,
     QK_FACTORS,
     RULE_ORDER,
@@ -147,11 +145,12 @@ def parameter_table(params: CostParams | None = None) -> list[dict[str, Any]]:
     return rows + [{"name": n, "value": v, "unit": u, "reason": r} for n, v, u, r in cited]
 
 
-def _candidate(c: dict[str, np.ndarray], i: int, static_range: int, broken: np.ndarray) -> dict[str, Any]:
+def _candidate(c: dict[str, np.ndarray], i: int, static_range: int, broken: np.ndarray,
+               form_rules: tuple[str, str]) -> dict[str, Any]:
     out = {k: int(c[a][i]) for k, a in _ARRAY.items()}
     out["qk_tile"] = [int(c["m1"][i]), int(c["n1"][i])]
     out["pv_tile"] = [int(c["m21"][i]), int(c["k21"][i])]
-    out["form_rules"] = [name for bit, name in ((1, FORM_Q_RULE), (2, FORM_STATIC_RULE)) if broken[i] & bit]
+    out["form_rules"] = [name for bit, name in ((1, form_rules[0]), (2, form_rules[1])) if broken[i] & bit]
     out["vec_tile"] = (int(c["vr"][i]), int(c["vc"][i]))
     static = int(c["steps_max"][i]) <= static_range
     out["kv_loop"] = "range" if static else ("loop_unroll" if out["unroll_factor"] > 1 else "pypto.loop")
@@ -282,7 +281,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
 
     def row(i: int) -> CandidateRow:
         st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}
-        return CandidateRow(**_candidate(c, i, ctx.static_range, broken), rank=int(rank_of[i]),
+        return CandidateRow(**_candidate(c, i, ctx.static_range, broken, ctx.form_rules), rank=int(rank_of[i]),
                             score_cycles=int(scored["score"][i]), stages=st,
                             bottleneck=BOTTLENECKS[int(scored["bottleneck"][i])],
                             task_count=int(scored["task_count"][i]), tasks_per_core=int(scored["tasks"][i]),
@@ -294,7 +293,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
         first = np.sort(group_rows(*(c[k][order] for k in ("q", "kv", "m1", "n1", "m21", "k21", "vr", "vc")))[0])
         rejected_order = order[first][~legal[order[first]]]
-        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range, broken), rejected_reason=rules.reason(int(i), c, align),
+        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range, broken, ctx.form_rules), rejected_reason=rules.reason(int(i), c, align),
                                 rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
     return Ranking(
         op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=enumerated, legal=int(legal.sum()),

@@ -68,8 +68,11 @@ QK_FACTORS = (0.5, 1, 2)
 PV_FACTORS = (1, 2, 4)
 RULE_ORDER = ("C-TILE-05", "C-TILE-02", "C-TILE-03", "C-TILE-04")
 #: the SK-01 performance invariant that fixes ``q_tile`` (``Q_TILE = seq_q / 2``)
-FORM_Q_RULE = "SK-01-P1"
-FORM_STATIC_RULE = "SK-01-P2"
+def form_rule_ids(card: Card) -> tuple[str, str]:
+    """The card's rule ids for the performance form's fixed ``q_tile`` and its static KV range (its
+    ``tuning_form_rules`` parameter; empty names for a card without a performance form)."""
+    named = card.parameters.get("tuning_form_rules") or {}
+    return str(named.get("q_tile", "")), str(named.get("static_range", ""))
 
 
 def _pow2_upto(limit: int) -> list[int]:
@@ -107,7 +110,8 @@ class Context:
     device: DeviceProfile
     card: Card  # the plan's skeleton card: safe tiles, vector rows, cube buffering
     form: str
-    static_range: int  # SK-01 static_kv_max_tiles when the form is performance, else 0
+    static_range: int  # the card's static_kv_max_tiles when the form is performance, else 0
+    form_rules: tuple[str, str]  # the card's rule ids for form bits 1 and 2 (form_rule_ids)
     p_dtype: str  # C2 operand dtype (P cast target)
     cube_cores: int  # AIC cores the units split over: the device's, or CostParams.cube_cores for it
 
@@ -120,6 +124,7 @@ def context(spec: Spec, plan: Plan, cube_cores: dict[str, int] | None = None) ->
     device = cat.device(spec.device)
     return Context(spec=spec, plan=plan, device=device, card=card, form=plan.form,
                    static_range=card.param("static_kv_max_tiles") if plan.form == "performance" else 0,
+                   form_rules=form_rule_ids(card),
                    p_dtype=plan.cube_tiles["C2"].operand_dtype,
                    cube_cores=(cube_cores or {}).get(device.name, device.aic_cores))
 
@@ -130,7 +135,7 @@ def _axis_choices(seq: int, planned: int) -> list[int]:
 
 def form_rules(ctx: Context, q: np.ndarray, kv: np.ndarray) -> np.ndarray:
     """Per candidate, the form rules it breaks as bits (performance form only; 0 = none): 1 =
-    ``FORM_Q_RULE`` (the form's fixed ``q_tile``), 2 = ``FORM_STATIC_RULE`` (more KV tiles than the static
+    ``ctx.form_rules[0]`` (the form's fixed ``q_tile``), 2 = ``ctx.form_rules[1]`` (more KV tiles than the static
     range the performance kernel writes: such a row is ranked as a ``pypto.loop``, which that kernel has not)."""
     if ctx.form != "performance":
         return np.zeros(len(q), dtype=np.uint8)

@@ -217,7 +217,7 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
         row = ranking.rows[candidate - 1]
         if row.form_rules:
             raise InputError(f"--candidate: {candidate}: rank {candidate} breaks the {default.form} form "
-                             f"({'; '.join(_FORM_WHAT[r](row) for r in row.form_rules)}), which this plan keeps; "
+                             f"({'; '.join(_form_what(r, row, default) for r in row.form_rules)}), which this plan keeps; "
                              "`opdesign rank --within-form` numbers the rows the form builds: "
                              "`opdesign new --candidate N --within-form`",
                              {"field": "candidate", "form_rules": row.form_rules})
@@ -251,8 +251,9 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
     broken, reason = _rule_ids_cost(spec, plan)
     static = _static_limit(plan)
     if static is not None and plan.kv_tiles > static:
-        broken, reason = [*broken, "SK-01-P2"], "; ".join(filter(None, [reason, (
-            f"SK-01-P2: the performance form's kernel runs a static range over at most {static} KV tiles; "
+        static_rule = _form_rule_ids(plan)[1]
+        broken, reason = [*broken, static_rule], "; ".join(filter(None, [reason, (
+            f"{static_rule}: the performance form's kernel runs a static range over at most {static} KV tiles; "
             f"kv_tile {plan.kv_tile} gives {plan.kv_tiles} (the ranking's row runs pypto.loop, a loop this "
             "version's performance kernel does not write)")]))
     chains = (pins.head_group or 1) * (pins.streams or 1)
@@ -277,9 +278,20 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
     return plan
 
 
-#: what each form rule of a ranked row is about, for the refusal of ``--candidate N``
-_FORM_WHAT = {"SK-01-P1": lambda row: f"SK-01-P1: q_tile {row.q_tile}",
-              "SK-01-P2": lambda row: f"SK-01-P2: kv_tile {row.kv_tile} needs a pypto.loop, not a static range"}
+def _form_rule_ids(plan: Plan) -> tuple[str, str]:
+    """The plan's card's rule ids for the performance form's fixed q_tile and static KV range."""
+    from opdesign.catalog import load_catalog
+    from opdesign.tuning.space import form_rule_ids
+
+    return form_rule_ids(load_catalog().card(plan.skeleton.id))
+
+
+def _form_what(rule_id: str, row: CandidateRow, plan: Plan) -> str:
+    """What a form rule of a ranked row is about, for the refusal of ``--candidate N``."""
+    q_rule, _ = _form_rule_ids(plan)
+    if rule_id == q_rule:
+        return f"{rule_id}: q_tile {row.q_tile}"
+    return f"{rule_id}: kv_tile {row.kv_tile} needs a pypto.loop, not a static range"
 
 
 def _static_limit(plan: Plan) -> int | None:
