@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
-from opdesign.cli import commands as clinew
+from opdesign.cli import fast as clinew
 from opdesign.cli.entry import main
 
 DENSE, CAUSAL, SK16 = (str(EXAMPLES / f"{name}.yaml") for name in ("dense_fa_8192", "causal_gqa_tail",
@@ -34,7 +34,7 @@ def _run(capsys, monkeypatch, args: list[str], typer_only: bool, cwd: Path) -> t
         patch.chdir(work)
         patch.setattr(sys, "argv", ["opdesign", *args])
         if typer_only:
-            patch.setattr(clinew, "fast_new", lambda argv: None)
+            patch.setattr(clinew, "fast_command", lambda argv: None)
         try:
             main()
             code = 0
@@ -59,7 +59,7 @@ LINES = [
 def test_fast_path_writes_and_prints_what_the_typer_tree_does(capsys, monkeypatch, tmp_path) -> None:
     codes = set()
     for args in LINES:
-        assert clinew.fast_new(args) is not None, args  # these lines do take the fast path
+        assert clinew.fast_command(args) is not None, args  # these lines do take the fast path
         fast = _run(capsys, monkeypatch, args, typer_only=False, cwd=tmp_path)
         slow = _run(capsys, monkeypatch, args, typer_only=True, cwd=tmp_path)
         assert fast == slow, args
@@ -76,15 +76,15 @@ def test_fast_path_writes_and_prints_what_the_typer_tree_does(capsys, monkeypatc
     ["new", "--spec", "a", "--force", "--force"], ["new", "--spec", "a", "--candidate", "2"],
     ["new", "--spec", "a", "--tiles", "q_tile=64"], ["new", "--spec", "a", "extra"], ["new", "--spec", "a", "--"],
     ["--version", "new", "--spec", "a"], ["new", "--spec", "a", "--out"], ["estimate", "--spec", "a"],
-    ["golden", "x.py"], [],
+    ["new", "--spec", "a", "--within-form"], [],
 ])
 def test_anything_but_a_plain_new_line_goes_to_typer(args) -> None:
-    assert clinew.fast_new(args) is None
+    assert clinew.fast_command(args) is None
 
 
 def test_a_completion_request_goes_to_typer(monkeypatch) -> None:
     monkeypatch.setenv("_OPDESIGN_COMPLETE", "bash_complete")
-    assert clinew.fast_new(["new", "--spec", DENSE]) is None
+    assert clinew.fast_command(["new", "--spec", DENSE]) is None
 
 
 def test_the_new_fast_path_does_not_load_typer(tmp_path) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 import typer
 
 from opdesign.io import streams
-from opdesign.cli.output import FLAG, note, print_version, quiet_option
+from opdesign.cli.output import FLAG, note, pause, print_version, quiet_option
+from opdesign.errors import EXIT_INTERRUPTED
 from opdesign.cli.text import card_text as _card_text
 from opdesign.cli.text import value_lines as _value_lines
 from opdesign.catalog.headings import DEFAULT_LANG
@@ -229,6 +230,7 @@ def verify_cmd(
 
     Needs the extra: pip install 'opdesign[pypto]'. Exit 0 when every config compiled, simulated and verified; 1 when one did not; 2 for unusable input or a missing extra.
     """
+    pause("verify")  # a test hook (OPDESIGN_PAUSE): before PyPTO loads
     from opdesign.pypto_run.design import verify_dir
     from opdesign.pypto_run.selfcheck import format_report
 
@@ -319,7 +321,9 @@ def run_typer() -> int:
         command = err.ctx.command_path if getattr(err, "ctx", None) else _command_path(group, sys.argv[1:])
         streams.say(f"error: invalid_input: {err.format_message()} (see '{command} --help')")
         return 2
-    except typer.Abort:
-        streams.say("error: aborted")
+    except typer.Abort as err:
+        if isinstance(err.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort: 130, as every command
+            return EXIT_INTERRUPTED
+        streams.say("error: aborted")  # end of input at a prompt
         return 1
     return rv if isinstance(rv, int) else 0

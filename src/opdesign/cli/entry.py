@@ -1,7 +1,6 @@
 """Command-line interface: the entry point over the Typer command tree (:mod:`opdesign.cli.app`).
 
-Plain ``golden`` and ``validate`` runs take :mod:`opdesign.cli.fast`, plain ``new`` runs
-:mod:`opdesign.cli.commands`; both skip Typer. Any other command line (help, a usage error, other
+Plain ``golden``, ``validate`` and ``new`` lines take :mod:`opdesign.cli.fast`, which skips Typer. Any other command line (help, a usage error, other
 commands) goes through the Typer tree.
 
 Exit codes (stable, see ``opdesign.errors``): 0 success; 1 error-level
@@ -89,17 +88,15 @@ def _main() -> int:
 
     pydplugins.install()  # pydantic's plugin scan only when a plugin is installed
 
-    run = fast_command(sys.argv[1:])  # None: anything but plain `golden` / `validate` arguments
-    if run is None:
-        from opdesign.cli.commands import fast_new
-
-        run = fast_new(sys.argv[1:])  # None: anything but a plain `new` line
+    run = fast_command(sys.argv[1:])  # None: anything but a plain `golden` / `validate` / `new` line
     if run is None:
         from opdesign.cli.app import run_typer
 
         run = run_typer
     try:
         return run()
+    except KeyboardInterrupt:  # Ctrl-C in any command, fast path or Typer tree: 130, never 1 (findings)
+        return EXIT_INTERRUPTED
     except streams.StreamError as err:  # stdout or stderr failed: streams.finish says it
         return err.exit_code
     except OpdesignError as err:

@@ -45,6 +45,22 @@ def note(message: str, err: bool = False) -> None:
         echo(message, err=err)
 
 
+#: Test hook: ``OPDESIGN_PAUSE=<point>:<fifo>`` makes a command block at :func:`pause` ``(point)`` until
+#: the FIFO's writer closes it, so that a test sends a real SIGINT at a known point (never after a sleep).
+PAUSE_VAR = "OPDESIGN_PAUSE"
+
+
+def pause(point: str) -> None:
+    """Block reading the FIFO named by ``$OPDESIGN_PAUSE`` when it names this point (``new``, ``validate``,
+    ``rank``, ``verify``); a no-op otherwise."""
+    import os
+
+    want, _, fifo = os.environ.get(PAUSE_VAR, "").partition(":")
+    if want == point and fifo:
+        with open(fifo, "rb") as pipe:
+            pipe.read()
+
+
 def package_version() -> str:
     """The installed distribution's version (package metadata), else the source tree's ``__version__``."""
     from importlib.metadata import PackageNotFoundError, version

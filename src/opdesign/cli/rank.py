@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from opdesign.cli.output import FLAG, is_quiet, note, quiet_option
+from opdesign.cli.output import FLAG, is_quiet, note, pause, quiet_option
 from opdesign.io.streams import ascii_json, echo
 
 
@@ -39,6 +39,7 @@ def rank_cmd(
     from opdesign.render.costmodel import render_ranking_text
     from opdesign.spec import load_spec
 
+    pause("rank")  # a test hook (OPDESIGN_PAUSE)
     loaded = load_spec(spec)  # read once
     plan, params = plan_from_spec(loaded, spec), load_params(not uncalibrated)
     if sim is None:
