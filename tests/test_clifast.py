@@ -99,7 +99,7 @@ def test_fast_path_prints_what_the_typer_tree_prints(capsys, monkeypatch, tmp_pa
     ["golden", GOLDEN, "--function", "a", "--function", "b"], ["golden", GOLDEN, "--state-groups", "-1"],
     ["golden", GOLDEN, "--state-groups", "07"], ["golden", GOLDEN, "--state-groups", "+3"], ["golden", GOLDEN, "--bogus"],
     ["golden", "--", GOLDEN], ["golden", ""], ["validate", "x", "--format"], ["validate", "x", "--format", "--json"],
-    ["validate", "x", "--json"], ["-v", "validate", "x"], ["rules"], ["cards", "list"], ["new", "--spec", "s.yaml"],
+    ["validate", "x", "--json"], ["-v", "validate", "x"], ["rules"], ["cards", "list"], ["new", "--spec", "s.yaml", "--candidate", "2"],
 ])
 def test_anything_but_a_plain_line_goes_to_typer(args) -> None:
     assert clifast.fast_command(args) is None
