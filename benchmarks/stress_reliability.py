@@ -141,7 +141,7 @@ def _pairs(n: int) -> dict:
     from opdesign.errors import OpdesignError
     from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
-    from opdesign.render.write import write_artifacts
+    from opdesign.io.publish import write_artifacts
 
     plan = plan_from_spec_file(SPEC, tuning=True)
     renders = {lang: render_all(plan, lang) for lang in ("en", "zh")}

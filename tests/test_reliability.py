@@ -200,7 +200,7 @@ def _folder_state(folder: Path) -> dict[str, str]:
 
 def test_two_writers_never_mix_files(tmp_path):
     from opdesign.errors import OutputExistsError
-    from opdesign.render.write import write_artifacts
+    from opdesign.io.publish import write_artifacts
 
     renders = {lang: _render(lang) for lang in ("en", "zh")}
     for force in (False, True):
@@ -227,7 +227,7 @@ def test_two_writers_never_mix_files(tmp_path):
 
 
 def test_force_keeps_other_files_and_a_failed_publish_leaves_the_old_output(tmp_path, monkeypatch):
-    from opdesign.render import write
+    from opdesign.io import publish as write
 
     out = tmp_path / "op"
     en, zh = _render("en"), _render("zh")
@@ -254,7 +254,7 @@ def test_force_keeps_other_files_and_a_failed_publish_leaves_the_old_output(tmp_
 
 
 def test_a_staging_folder_left_by_a_killed_run_is_removed_by_the_next(tmp_path):
-    from opdesign.render.write import write_artifacts
+    from opdesign.io.publish import write_artifacts
 
     out = tmp_path / "op"
     stale = tmp_path / ".opdesign-staging-0123456789abcdef"
@@ -286,7 +286,7 @@ def test_new_design_into_the_root_itself_and_a_symlinked_eval_inside(tmp_path):
 
 
 def test_a_file_by_file_publish_killed_halfway_is_rolled_back_by_the_next_run(tmp_path, monkeypatch):
-    from opdesign.render import write
+    from opdesign.io import publish as write
 
     out = tmp_path / "op"
     en, zh = _render("en"), _render("zh")

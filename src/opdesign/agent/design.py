@@ -150,7 +150,7 @@ class NewDesignResult(ToolOutput):
 
 def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
     from opdesign.render.design import render_all
-    from opdesign.render.write import publish
+    from opdesign.io.publish import publish
 
     with _SpecSource(root, args.spec_path) as source:
         if args.candidate is None and args.tiles is None:

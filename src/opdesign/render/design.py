@@ -4,7 +4,7 @@ Rendering formats what the estimator decided and never computes a design
 number. Output is deterministic (same SPEC, same bytes): YAML is dumped with a
 fixed key order, no timestamps, no absolute paths. Per-skeleton text comes from
 the skeleton's template folder (``templates/<id>/``) and its registered
-:class:`~opdesign.skeletons.base.Skeleton`; writing the files is :mod:`opdesign.render.write`.
+:class:`~opdesign.skeletons.base.Skeleton`; writing the files is :mod:`opdesign.io.publish`.
 """
 
 from __future__ import annotations

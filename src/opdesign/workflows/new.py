@@ -15,7 +15,7 @@ from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsid
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.catalog.headings import DEFAULT_LANG
-from opdesign.render.write import write_artifacts
+from opdesign.io.publish import write_artifacts
 from opdesign.io.safefs import read_regular
 from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
 from opdesign.spec import Spec, load_spec

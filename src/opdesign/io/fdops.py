@@ -1,4 +1,4 @@
-"""Descriptor-relative file operations for :mod:`opdesign.render.write`: ``renameat2``, a tree removal
+"""Descriptor-relative file operations for :mod:`opdesign.io.publish`: ``renameat2``, a tree removal
 that never follows symlinks, the folder lock, folder walks below an open descriptor."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from opdesign.errors import InputError, OutputExistsError, PathOutsideRootError, ToolIOError
-from opdesign.render.fdops import (
+from opdesign.io.fdops import (
     RENAME_EXCHANGE,
     RENAME_NOREPLACE,
     exists,
