@@ -149,8 +149,8 @@ class NewDesignResult(ToolOutput):
 
 
 def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
-    from opdesign.render.design import render_all
-    from opdesign.io.publish import publish
+    from opdesign.io.publish import RootTarget
+    from opdesign.workflows.new import new_design
 
     with _SpecSource(root, args.spec_path) as source:
         if args.candidate is None and args.tiles is None:
@@ -159,27 +159,12 @@ def _new_design(args: NewDesignInput, root: Root) -> NewDesignResult:
             from opdesign.workflows.pin import pinned_plan
             plan = pinned_plan(source.spec, source.name, candidate=args.candidate, tiles=args.tiles,
                                read=source.read_golden)
-    files = render_all(plan, args.lang)
-    out = root.walk(args.out_dir if args.out_dir is not None else plan.op_name, "out_dir", want="out",
-                    create_parents=True)
-    try:
-        if out.kind == "missing":
-            parent_fd, name, target_fd = out.stack[-1], out.name, None
-        elif out.names:
-            parent_fd, name, target_fd = out.stack[-2], out.names[-1], None
-        else:  # the root itself
-            parent_fd, name, target_fd = None, None, out.fd
-        display = "/".join(out.names + ([out.name] if out.name else [])) or "."
-        written = publish(files, parent_fd, name, args.force, display, target_fd=target_fd, jail=root.jail,
-                          target_res=out if out.kind == "dir" else None, force_hint='set "force": true')
-    except BaseException:
-        root.jail._remove_created(out)
-        raise
-    finally:
-        out.close()
+    target = RootTarget(lambda name: root.walk(name, "out_dir", want="out", create_parents=True), root.jail,
+                        args.out_dir, force_hint='set "force": true')
+    written = new_design(source.name, lang=args.lang, force=args.force, plan=plan, target=target).files
     return NewDesignResult(
-        out_dir=display,
-        files=[path.removeprefix("./") for path in written],
+        out_dir=target.display,
+        files=[path.as_posix() for path in written],
         op_name=plan.op_name,
         skeleton=plan.skeleton.id,
         form=plan.form,

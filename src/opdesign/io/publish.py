@@ -350,3 +350,58 @@ def _remove_dirs(created: list[str]) -> None:
             os.rmdir(folder)
         except OSError:
             pass
+
+
+# --- Where a design is written: the one source/target abstraction of the CLI and the agent ----------
+
+
+class FolderTarget:
+    """A plain folder (the CLI, library use): symlinks followed, missing parents created
+    (:func:`write_artifacts`); ``out_dir`` None is ``./<default name>``."""
+
+    def __init__(self, out_dir: str | Path | None = None) -> None:
+        self.out_dir = out_dir
+        self.display = ""
+
+    def write(self, files: dict[str, str], default_name: str, force: bool,
+              before_publish: Callable[[list[str]], None] | None = None) -> list[str]:
+        """Write ``files`` all or nothing; the written paths (``out/rel``)."""
+        out = Path(self.out_dir) if self.out_dir is not None else Path(default_name)
+        self.display = str(out)
+        paths = [str(out / rel) for rel in files]
+        hook = (lambda: before_publish(paths)) if before_publish is not None else None
+        return [str(path) for path in write_artifacts(files, out, force=force, before_publish=hook)]
+
+
+class RootTarget:
+    """A folder confined to a root (the agent tools): ``resolve(name)`` walks the root to the target
+    folder (creating missing parents inside it); folders the walk created are removed again when
+    publishing fails."""
+
+    def __init__(self, resolve: Callable[[str], Resolved], jail: Jail, out_dir: str | None = None,
+                 force_hint: str = "use --force") -> None:
+        self.resolve, self.jail, self.out_dir, self.force_hint = resolve, jail, out_dir, force_hint
+        self.display = ""
+
+    def write(self, files: dict[str, str], default_name: str, force: bool,
+              before_publish: Callable[[list[str]], None] | None = None) -> list[str]:
+        """Publish ``files`` all or nothing; the written paths relative to the root (``dir/rel``)."""
+        out = self.resolve(self.out_dir if self.out_dir is not None else default_name)
+        try:
+            if out.kind == "missing":
+                parent_fd, name, target_fd = out.stack[-1], out.name, None
+            elif out.names:
+                parent_fd, name, target_fd = out.stack[-2], out.names[-1], None
+            else:  # the root itself
+                parent_fd, name, target_fd = None, None, out.fd
+            self.display = "/".join(out.names + ([out.name] if out.name else [])) or "."
+            paths = [f"{self.display}/{rel}" for rel in files]
+            hook = (lambda: before_publish(paths)) if before_publish is not None else None
+            return publish(files, parent_fd, name, force, self.display, target_fd=target_fd, jail=self.jail,
+                           target_res=out if out.kind == "dir" else None, force_hint=self.force_hint,
+                           before_publish=hook)
+        except BaseException:
+            self.jail.remove_created(out)
+            raise
+        finally:
+            out.close()

@@ -182,7 +182,7 @@ class Jail:
                 self._reset(result)
             self._walk(result, parts, value, fieldname, want, create_parents)
         except BaseException:
-            self._remove_created(result)
+            self.remove_created(result)
             result.close()
             raise
         return result
@@ -270,7 +270,7 @@ class Jail:
         except OSError:
             return None
 
-    def _remove_created(self, res: Resolved) -> None:
+    def remove_created(self, res: Resolved) -> None:
         """Remove the folders :meth:`walk` created (deepest first), when they are still empty."""
         for rel in reversed(res.created):
             try:

@@ -15,7 +15,7 @@ from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsid
 from opdesign.plan.models import Plan
 from opdesign.render.design import Lang, render_all
 from opdesign.catalog.headings import DEFAULT_LANG
-from opdesign.io.publish import write_artifacts
+from opdesign.io.publish import FolderTarget, RootTarget
 from opdesign.io.safefs import read_regular
 from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
 from opdesign.spec import Spec, load_spec
@@ -136,11 +136,13 @@ def with_tuning(spec: Spec, plan: Plan, params: CostParams | None = None) -> Pla
 
 
 def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: Lang = DEFAULT_LANG,
-               force: bool = False, before_publish: Callable[[list[Path]], None] | None = None, *,
-               spec: Spec | None = None, plan: Plan | None = None, params: CostParams | None = None) -> NewResult:
-    """``opdesign new``: plan the SPEC and write the artifacts under ``out_dir``, all or nothing.
+               force: bool = False, before_publish: Callable[[list[str]], None] | None = None, *,
+               spec: Spec | None = None, plan: Plan | None = None, params: CostParams | None = None,
+               target: FolderTarget | RootTarget | None = None) -> NewResult:
+    """``opdesign new`` and the ``new_design`` tool: plan the SPEC and write the artifacts, all or nothing.
 
-    ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
+    ``target``: where (:class:`~opdesign.io.publish.FolderTarget` of ``out_dir``, the default, or the
+    agent's :class:`~opdesign.io.publish.RootTarget`); ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
     invalid, a target exists without ``force``, or ``before_publish`` (called with the paths about to
     be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
     ``plan``: a plan made already (``opdesign new --candidate`` / ``--tiles``: :mod:`opdesign.workflows.pin`).
@@ -150,8 +152,6 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
         plan = (plan_from_spec(spec, spec_path, tuning=True, params=params) if spec is not None
                 else plan_from_spec_file(spec_path, tuning=True, params=params))
     files = render_all(plan, lang)
-    out = Path(out_dir) if out_dir is not None else Path(plan.op_name)
-    paths = [out / rel for rel in files]
-    hook = (lambda: before_publish(paths)) if before_publish is not None else None
-    written = write_artifacts(files, out, force=force, before_publish=hook)
-    return NewResult(plan=plan, files=written)
+    target = target if target is not None else FolderTarget(out_dir)
+    written = target.write(files, plan.op_name, force, before_publish)
+    return NewResult(plan=plan, files=[Path(path) for path in written])
