@@ -24,6 +24,8 @@ class OpdesignError(Exception):
 
     code = "error"
     exit_code = EXIT_INPUT
+    #: what the code means, for the agent tools' error table (``opdesign.agent.base.ERROR_CODES``)
+    meaning = ""
 
     def __init__(self, message: str, details: Any = None) -> None:
         super().__init__(message)
@@ -38,64 +40,91 @@ class SpecError(OpdesignError):
     """The SPEC is missing, unreadable or breaks the SPEC schema (field path in the message)."""
 
     code = "spec_invalid"
+    meaning = "the SPEC is missing, unreadable or breaks the SPEC schema (the message names the field path)"
 
 
 class CatalogError(OpdesignError):
     """A card, constraint table or device profile shipped with opdesign is malformed."""
 
     code = "catalog_invalid"
+    meaning = "a card or constraint table shipped with opdesign is malformed"
 
 
 class NotFoundError(OpdesignError):
     """A named card, rule, device, tool or file does not exist."""
 
     code = "not_found"
+    meaning = "an unknown tool, card, rule, file or function"
 
 
 class OutputExistsError(OpdesignError):
     """An output file exists and ``--force`` was not given."""
 
     code = "output_exists"
+    meaning = "new_design would overwrite a file and force is not true"
 
 
 class BusyError(OpdesignError):
     """Another opdesign run is writing the same output folder and kept its lock too long."""
 
     code = "busy"
+    meaning = ("another opdesign run kept the output folder locked, or the MCP server runs its maximum of calls; "
+               "try again")
 
 
 class InputError(OpdesignError):
     """Any other unusable input (unreadable file, not UTF-8, too large, bad argument)."""
 
     code = "invalid_input"
+    meaning = "the request is not a JSON object, breaks the tool's input schema, or an argument is unusable"
 
 
 class PathOutsideRootError(OpdesignError):
     """A path given to an agent tool resolves outside the allowed root."""
 
     code = "path_outside_root"
+    meaning = "a path resolves outside the tool root (symlinks are followed before the check)"
 
 
 class ToolIOError(OpdesignError):
     """A file, folder or standard stream could not be read or written."""
 
     code = "io_error"
+    meaning = "a file, folder or standard stream (closed, full, broken pipe) could not be read or written"
 
 
 class TooLargeError(OpdesignError):
     """An inline text, a file or a request is over its documented size limit."""
 
     code = "too_large"
+    meaning = "an inline text, file or request is over its size limit"
 
 
 class ExtraMissingError(OpdesignError):
     """An optional extra (e.g. ``opdesign[pypto]``: pypto, torch) is not installed; the message says how."""
 
     code = "extra_missing"
+    meaning = "the tool needs an optional extra that is not installed (the message gives the pip command)"
 
 
 class InternalError(OpdesignError):
     """A bug, or an opdesign module a tool needs is missing."""
 
     code = "internal_error"
+    meaning = "a bug or a missing opdesign component; the message says which"
     exit_code = EXIT_INTERNAL
+
+
+class CallTimeoutError(OpdesignError):
+    """A tool call ran longer than the MCP server's per-call time limit."""
+
+    code = "timeout"
+    meaning = "the MCP server's per-call time limit passed before the tool answered"
+
+
+#: Every error a tool can return, in the order of the agent's error table (its codes are stable;
+#: documented in SKILL.md).
+TOOL_ERRORS: tuple[type[OpdesignError], ...] = (
+    InputError, TooLargeError, SpecError, NotFoundError, PathOutsideRootError, ToolIOError, OutputExistsError,
+    BusyError, CallTimeoutError, CatalogError, ExtraMissingError, InternalError,
+)

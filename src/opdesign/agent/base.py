@@ -34,34 +34,18 @@ from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
     TooLargeError,
     ToolIOError,
 )
+from opdesign.errors import TOOL_ERRORS
 
-#: Largest inline text (DESIGN.md or interface YAML) a tool accepts, in characters (schema ``maxLength``) ...
-MAX_TEXT_CHARS = 262_144
-#: ... and in UTF-8 bytes: the validator's limit (``opdesign.validate.MAX_INPUT_BYTES``), also for DESIGN.md files.
-MAX_TEXT_BYTES = 262_144
-#: Largest file (SPEC, golden, a SPEC's golden) a tool reads, in bytes.
-MAX_FILE_BYTES = 1_048_576
-#: Largest JSON request ``opdesign tool call`` reads from stdin or ``--input``, in bytes.
-MAX_REQUEST_BYTES = 2 * MAX_FILE_BYTES
+#: The size limits (:mod:`opdesign.io.limits`): inline text in characters (schema ``maxLength``) and in
+#: UTF-8 bytes (the validator's limit, also for DESIGN.md files), a file a tool reads (SPEC, golden), a
+#: JSON request ``opdesign tool call`` reads from stdin or ``--input``.
+from opdesign.io.limits import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_BYTES, MAX_TEXT_CHARS  # noqa: E402, F401
 #: How deep below a folder argument symlinks are checked (artifacts sit at most at ``eval/<file>``).
 LINK_CHECK_DEPTH = 2
 
-#: Every error code a tool can return, with its meaning (stable; documented in SKILL.md).
-ERROR_CODES: dict[str, str] = {
-    "invalid_input": "the request is not a JSON object, breaks the tool's input schema, or an argument is unusable",
-    "too_large": "an inline text, file or request is over its size limit",
-    "spec_invalid": "the SPEC is missing, unreadable or breaks the SPEC schema (the message names the field path)",
-    "not_found": "an unknown tool, card, rule, file or function",
-    "path_outside_root": "a path resolves outside the tool root (symlinks are followed before the check)",
-    "io_error": "a file, folder or standard stream (closed, full, broken pipe) could not be read or written",
-    "output_exists": "new_design would overwrite a file and force is not true",
-    "busy": "another opdesign run kept the output folder locked, or the MCP server runs its maximum of calls; "
-            "try again",
-    "timeout": "the MCP server's per-call time limit passed before the tool answered",
-    "catalog_invalid": "a card or constraint table shipped with opdesign is malformed",
-    "extra_missing": "the tool needs an optional extra that is not installed (the message gives the pip command)",
-    "internal_error": "a bug or a missing opdesign component; the message says which",
-}
+#: Every error code a tool can return, with its meaning (stable; documented in SKILL.md): generated
+#: from the error classes of :mod:`opdesign.errors`.
+ERROR_CODES: dict[str, str] = {error.code: error.meaning for error in TOOL_ERRORS}
 
 
 class ErrorBody(BaseModel):

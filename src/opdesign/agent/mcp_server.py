@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import BusyError, InternalError, OpdesignError
+from opdesign.errors import BusyError, CallTimeoutError, InternalError, OpdesignError
 from opdesign.agent.base import MAX_FILE_BYTES
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
@@ -49,12 +49,6 @@ INSTRUCTIONS = (
 MAX_CALLS = int(os.environ.get("OPDESIGN_MCP_MAX_CALLS", "4"))
 #: Seconds one call may take before it is answered with ``timeout`` (verify_design runs PyPTO for minutes).
 CALL_TIMEOUT_S = float(os.environ.get("OPDESIGN_MCP_CALL_TIMEOUT", "3600"))
-
-
-class CallTimeoutError(OpdesignError):
-    """A tool call ran longer than the MCP server's per-call time limit."""
-
-    code = "timeout"
 
 
 class McpUnavailableError(OpdesignError):

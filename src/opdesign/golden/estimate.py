@@ -37,6 +37,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from opdesign.io.limits import MAX_FILE_BYTES
 from opdesign.errors import InputError, NotFoundError, TooLargeError
 from opdesign.golden.syntax import (
     FunctionNode,
@@ -60,7 +61,7 @@ __all__ = ["AttentionSignals", "DesignParams", "GoldenFacts", "GoldenReport", "G
 
 GOLDEN_SUFFIX = "_golden"
 #: Largest golden file, in bytes (1 MiB, as every file an agent tool reads).
-MAX_GOLDEN_BYTES = 1_048_576
+MAX_GOLDEN_BYTES = MAX_FILE_BYTES  # opdesign.io.limits
 LIMITATIONS = (
     "Static syntax hints only: the golden is parsed, never run, and calls are recognised by their "
     "name (a @ b, np.matmul, x.sum), so aliased or indirect calls are missed and look-alikes are "

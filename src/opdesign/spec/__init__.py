@@ -26,9 +26,10 @@ from opdesign.catalog import load_catalog
 from opdesign.io import yamlsafe
 from opdesign.errors import NotFoundError, SpecError, TooLargeError
 from opdesign.spec.messages import error_details, FieldError, format_errors
+from opdesign.io.limits import MAX_FILE_BYTES
 from opdesign.catalog.dtypes import DTYPE_BYTES  # the one dtype-size table; the planners also read it from here
 
-MAX_SPEC_BYTES = 1_048_576
+MAX_SPEC_BYTES = MAX_FILE_BYTES  # opdesign.io.limits: 1 MiB
 # rtol/atol defaults by input dtype: our choice for a float64 golden, stated in
 # the README (bf16 has 8 mantissa bits, fp16 11, fp32 24).
 DEFAULT_TOLERANCE = {"bf16": (2e-2, 2e-2), "fp16": (5e-3, 5e-3), "fp32": (1e-4, 1e-5)}

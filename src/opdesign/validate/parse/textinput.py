@@ -3,12 +3,14 @@ kernel ``.py`` files. :class:`Unusable` carries the reason an input cannot be re
 
 from __future__ import annotations
 
+from opdesign.io.limits import MAX_TEXT_BYTES
+
 #: Size limit of one input (DESIGN.md or interface file). Generated designs are 18-24 KB (about 350
 #: lines), so 256 KiB leaves more than 10x room. markdown-it-py costs up to ~8 us per byte on adversarial
 #: text (2.5 s for 256 KiB of "- a" lines or "[" characters); at the former 5 MiB limit a file of "a" lines
 #: took 38 s and 2.2 GB. Measured worst cases at this limit (a 200-column table, nested lists, "a" lines)
 #: stay below 3.5 s and 220 MB.
-MAX_INPUT_BYTES = 256 * 1024
+MAX_INPUT_BYTES = MAX_TEXT_BYTES  # opdesign.io.limits: 256 KiB
 
 
 class Unusable(ValueError):
