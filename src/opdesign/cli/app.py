@@ -15,7 +15,6 @@ import typer
 
 from opdesign.io import streams
 from opdesign.cli.output import FLAG, note, pause, print_version, quiet_option
-from opdesign.errors import EXIT_INTERRUPTED
 from opdesign.cli.text import card_text as _card_text
 from opdesign.cli.text import value_lines as _value_lines
 from opdesign.catalog.headings import DEFAULT_LANG
@@ -321,9 +320,7 @@ def run_typer() -> int:
         command = err.ctx.command_path if getattr(err, "ctx", None) else _command_path(group, sys.argv[1:])
         streams.say(f"error: invalid_input: {err.format_message()} (see '{command} --help')")
         return 2
-    except typer.Abort as err:
-        if isinstance(err.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort: 130, as every command
-            return EXIT_INTERRUPTED
-        streams.say("error: aborted")  # end of input at a prompt
+    except typer.Abort:  # end of input at a prompt (Typer itself turns Ctrl-C into exit 130)
+        streams.say("error: aborted")
         return 1
     return rv if isinstance(rv, int) else 0
