@@ -155,14 +155,14 @@ def test_every_rule_is_documented() -> None:
 
 
 def test_validate_path_does_not_import_numpy() -> None:
-    code = ("import sys; from opdesign.validate import validate_paths; "
+    code = ("import sys; from opdesign.workflows.validate import validate_paths; "
             f"r = validate_paths([{str(BASE)!r}]); assert not r.findings; print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_validate_path_does_not_import_jinja2() -> None:
-    code = ("import sys; from opdesign.validate import validate_paths; "
+    code = ("import sys; from opdesign.workflows.validate import validate_paths; "
             f"validate_paths([{str(BASE)!r}]); print('jinja2' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
