@@ -16,7 +16,7 @@ mutation each. Exit 1 when a crash was seen. The same seed gives the same cases.
 the interface file, one at a time, deleted and replaced by each of SWEEP_VALUES
 (on the named bases; default one zh design per skeleton and variant family).
 
-tests/test_input_fuzz.py runs a few dozen of these cases in the default suite and the 5000 as a slow test.
+tests/unit/spec/test_input_fuzz.py runs a few dozen of these cases in the default suite and the 5000 as a slow test.
 """
 
 from __future__ import annotations

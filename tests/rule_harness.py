@@ -22,7 +22,7 @@ The example's kind (``@rule(..., kind=...)``, default by family: see
 The minimal document: front matter (schema_version, op_name ``my_op``, dynamic_axes), the seven
 chapters in English with the tables the document rules require, a small SK-01 kernel in the
 pseudocode fence, and an interface file with one module. Without a snippet it has no finding
-(:func:`build` with no arguments; tests/test_rule_examples.py checks that).
+(:func:`build` with no arguments; tests/rules/test_rule_examples.py checks that).
 
 A finding's ``where`` is its line within the snippet when it falls inside it (1 = first snippet
 line), else ``"design:N"`` / ``"interfaces:N"`` (line N of that file).

@@ -3,7 +3,7 @@ and the output schema of the ``estimate_golden`` agent tool.
 
 The estimator computes with the records (NamedTuples) of :mod:`.syntax`, :mod:`.attention` and :mod:`.estimate`
 (same fields, same order), so ``opdesign golden`` never loads pydantic; these models are built from
-them only when asked for (``tests/test_golden.py`` checks that both serialise to the same JSON).
+them only when asked for (``tests/unit/golden/test_golden.py`` checks that both serialise to the same JSON).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ C-TILE-05 alignment rules (per axis ``0 < L0 <= L1``, ``L1 % L0 == 0``, multiple
 cube alignment; and the loop-step relation: every m L1 divides the aligned ``q_tile``,
 C1's n L1 and C2's k L1 divide the aligned ``kv_tile``, so a step is whole cube blocks)
 and of the C-TILE-04 expansion estimate (the input counts of the plan's own expansion ops);
-``tests/test_costmodel.py`` checks that both give the same bytes on a sample.
+``tests/unit/tuning/test_costmodel.py`` checks that both give the same bytes on a sample.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ of the module docstring (``bd.skeleton``); a kernel naming none is judged as an 
 (the SK-01 rules apply, as for a hand-written design without a selection).
 
 Per rule, on a lone ``.py`` (decided by what each rule reads; checked by running every corpus and
-generated kernel clean, tests/test_kernel_lint.py):
+generated kernel clean, tests/unit/validate/test_kernel_lint.py):
 
 - run as on a design: OD-PC-03 (scopes; SK-02's matmul-in-scope exception from the declared
   skeleton), OD-PC-04, OD-PC-05 (always: a kernel file has no block that could name another

@@ -14,7 +14,7 @@ content holds none of the characters the active inline rules start at (newline, 
   link rule then gives up and the brackets stay text).
 
 The shortcut is installed only when the parser's rules are exactly the ones it was written for
-(:func:`install`), so another markdown-it configuration parses as before; tests/test_validate_shortcuts.py
+(:func:`install`), so another markdown-it configuration parses as before; tests/unit/validate/test_validate_shortcuts.py
 checks the children are the parser's own.
 """
 

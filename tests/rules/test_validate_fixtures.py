@@ -20,7 +20,7 @@ ENGINE_ONLY = {"OD-DOC-10": "test_validate_api.py::test_a_crashing_check_is_repo
                # the bases are frozen card-notation designs; the API rule's cases are per-rule case files
                "OD-PC-05": "tests/fixtures/common/rules/OD-PC-05.yaml",
                # the code rules (kernel .py and pseudocode): per-rule case files and the kernel mutation test
-               **{f"OD-KN-0{n}": f"tests/fixtures/common/rules/OD-KN-0{n}.yaml, tests/test_kernel_lint.py"
+               **{f"OD-KN-0{n}": f"tests/fixtures/common/rules/OD-KN-0{n}.yaml, tests/unit/validate/test_kernel_lint.py"
                   for n in range(1, 8)}}
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = "opdesign"
 #: The only modules at the top of ``src/opdesign``.
 TOP_MODULES = {"__init__", "__main__", "errors"}

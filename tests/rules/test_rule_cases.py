@@ -16,7 +16,7 @@ from rule_harness import INTERFACES, run
 
 from opdesign.validate import all_rules
 
-ROOT = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[1] / "fixtures"
 FILES = sorted(ROOT.glob("*/rules/*.yaml"))
 SKELETON_FOLDERS = {"sk01": ("SK-01-", "AT-17-", "OD-NUM-06"), "sk02": ("SK-02-",), "sk16": ("SK-16-",)}
 

@@ -25,7 +25,7 @@ from conftest import EXAMPLES
 from opdesign.errors import SpecError
 from opdesign.spec import Spec, load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SPECS = {path.stem: path.read_text(encoding="utf-8") for path in sorted(EXAMPLES.glob("*.yaml"))}
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 VALUES = st.recursive(

@@ -21,7 +21,7 @@ from opdesign.validate.analysis.codeorder import Carried, Order
 from opdesign.validate.parse.document import _parser, parse
 from opdesign.validate.parse.pseudocode import read_programs
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validate"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "validate"
 DESIGNS = sorted(FIXTURES.glob("*/*.md"))
 
 

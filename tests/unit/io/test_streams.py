@@ -18,7 +18,7 @@ from conftest import EXAMPLES
 from opdesign.io.streams import ascii_json
 
 CJK_FUNCTION = "注意力_golden"
-GOLDEN = Path(__file__).resolve().parent / "goldens" / "dense_forward_golden.py"
+GOLDEN = Path(__file__).resolve().parents[2] / "goldens" / "dense_forward_golden.py"
 STDOUT_CLOSED = "error: io_error: stdout closed: opdesign writes results to stdout and diagnostics to stderr\n"
 STDERR_CLOSED = "error: io_error: stderr closed: opdesign writes results to stdout and diagnostics to stderr\n"
 

@@ -89,7 +89,7 @@ def test_paged_tnd_kernel_compiles_simulates_and_verifies(generated):
 
 
 # --- the PageAttn FP8 row on packed Q (a5): PyPTO 0.2.0 ships only the A2/A3 platform, so an FP8 kernel cannot
-# compile here (tests/test_kernels_pypto.py pins that refusal); the scaffold is the numeric check.
+# compile here (tests/e2e/pypto/test_kernels_pypto.py pins that refusal); the scaffold is the numeric check.
 FP8_SPEC = REPO / "tests" / "fixtures" / "sk01" / "paged_fp8_tnd.yaml"
 
 

@@ -23,7 +23,7 @@ from opdesign.golden.estimate import (
     parity_module_count,
 )
 
-GOLDENS = Path(__file__).parent / "goldens"
+GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 CANNBOT_KEYS = {"function", "signals", "suggested_module_count", "limitations"}
 SIGNAL_KEYS = {"statements", "loops", "matmul_calls", "einsum_calls", "reduction_calls"}
 

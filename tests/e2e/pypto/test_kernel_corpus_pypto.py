@@ -1,6 +1,6 @@
 """The kernel corpus (tests/fixtures/kernel_corpus/) compiles and simulates with the real PyPTO 0.2.0.
 
-The lint tests (tests/test_kernel_lint.py) say the corpus is clean by opdesign's rules; this says the
+The lint tests (tests/unit/validate/test_kernel_lint.py) say the corpus is clean by opdesign's rules; this says the
 release accepts the same files. Each kernel's ``case()`` builds one small config; the run is compile +
 SIM in a child process (6-21 s each on the 2-core machine), no verification. Needs the
 ``opdesign[pypto]`` extra; without it every test here is skipped with the reason.
@@ -23,7 +23,7 @@ from opdesign.pypto_run.runner import run_isolated  # noqa: E402
 
 pytestmark = pytest.mark.pypto
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "kernel_corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "kernel_corpus"
 FILES = sorted(CORPUS.glob("*_kernel.py"))
 
 

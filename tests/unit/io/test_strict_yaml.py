@@ -134,7 +134,7 @@ def test_a_repeated_interface_key_is_an_interface_finding(tmp_path: Path) -> Non
 def test_every_shipped_yaml_passes_the_strict_loader() -> None:
     """Cards, constraint tables, phrase tables, example SPECs and fixtures load with their own (faster)
     loaders; they must still hold no repeated key or YAML 1.1 number."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     checked = 0
     for folder in ("constraints", "templates", "patterns", "examples", "tests/fixtures"):
         for path in sorted((root / folder).rglob("*")):

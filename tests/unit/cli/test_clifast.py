@@ -17,7 +17,7 @@ from opdesign.cli.entry import main
 from opdesign.golden.estimate import analyse_golden, estimate_golden, facts_json
 from opdesign.workflows.new import new_design
 
-GOLDENS = Path(__file__).parent / "goldens"
+GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 GOLDEN = str(GOLDENS / "dense_forward_golden.py")
 
 

@@ -11,7 +11,7 @@ from rule_harness import build
 
 from opdesign.validate import validate_text
 
-ROOT = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _case(path: str, name: str) -> dict:

@@ -15,7 +15,7 @@ import numpy as np
 from opdesign.tuning.model.calibration import load_params
 from opdesign.tuning.model.stages import v1_on_aic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "benchmarks" / "data"
 
 

@@ -117,7 +117,7 @@ def test_rules_lists_checks_and_explains_one() -> None:
 def test_pre_commit_hook_definition(ops: Path, cli) -> None:
     import yaml
 
-    (hook,) = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = yaml.safe_load((Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "opdesign-validate" and hook["entry"] == "opdesign validate"
     pattern = re.compile(hook["files"])
     assert [bool(pattern.search(p)) for p in ("DESIGN.md", "custom/op/DESIGN.md", "MY_DESIGN.md", "DESIGN.md.bak")] == [

@@ -11,7 +11,7 @@ from validate_support import FIXTURES
 from opdesign.workflows.new import new_design
 from opdesign.validate import validate_paths, validate_text
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "examples" / "specs").glob("*.yaml"))
 
 
