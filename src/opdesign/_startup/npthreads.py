@@ -3,7 +3,10 @@
 The planner and cost model use numpy for element-wise candidate arithmetic and never call BLAS. At
 import, numpy's OpenBLAS starts a worker thread per extra core, and the workers spin while they wait
 for work that never comes: on the 2-core CI machine that cost about 70 ms of user CPU per
-``opdesign new`` (``benchmarks/bench_startup.py``) and bought nothing.
+``opdesign new`` (``benchmarks/bench_startup.py``) and bought nothing. Measured again for issue 29
+(CPU time, median of 10 runs, ``opdesign new --spec examples/specs/causal_gqa_tail.yaml``): 391-400 ms
+with it, 431-479 ms without, a saving of 8-18 % (a shared 2-core machine; callgrind does not see the
+spinning threads, so it is no measure here). Kept: over the 5 % bar of issue 29.
 
 :func:`import_numpy` is called by the command entry points that rank (``new``, ``rank``, ``tool call``
 of ``new_design`` / ``rank_candidates``, the MCP workers), never on import of a library module: a program that imports

@@ -134,10 +134,8 @@ class Answers:
 
 def _warm_worker() -> None:
     """Load what every design call needs (planner, renderer, cost model, catalog) in a fresh worker."""
-    from opdesign._startup import pydplugins
     from opdesign._startup.npthreads import import_numpy
 
-    pydplugins.install()
     import_numpy()
     import opdesign.tuning.rank  # noqa: F401
     import opdesign.workflows.new  # noqa: F401

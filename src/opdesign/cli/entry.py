@@ -84,9 +84,6 @@ def _closed(gone: list[str]) -> int:
 
 def _main() -> int:
     from opdesign.cli.fast import fast_command
-    from opdesign._startup import pydplugins
-
-    pydplugins.install()  # pydantic's plugin scan only when a plugin is installed
 
     run = fast_command(sys.argv[1:])  # None: anything but a plain `golden` / `validate` / `new` line
     if run is None:
