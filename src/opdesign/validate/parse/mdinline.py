@@ -16,6 +16,10 @@ content holds none of the characters the active inline rules start at (newline, 
 The shortcut is installed only when the parser's rules are exactly the ones it was written for
 (:func:`install`), so another markdown-it configuration parses as before; tests/unit/validate/test_validate_shortcuts.py
 checks the children are the parser's own.
+
+Measured for issue 29 (callgrind instructions, this shortcut off against on): ``opdesign validate`` of
+one design 1832 M against 1720 M (6.5 % saved), a bulk ``validate`` of 23 designs 9089 M against 8324 M
+(9.2 %). Kept: a throughput shortcut of the parser (over the 5 % bar), not a start-up tweak.
 """
 
 from __future__ import annotations
