@@ -10,8 +10,6 @@ overwrite, bad arguments). Human output goes to stdout, diagnostics to stderr.
 
 from __future__ import annotations
 
-import atexit
-import gc
 import json
 import os
 import sys
@@ -42,8 +40,6 @@ def main() -> None:
     stdout / stderr is ``io_error``, exit 2 (:mod:`opdesign.io.streams`); text the terminal's
     encoding cannot show is escaped (``\\u4f2a``), JSON is ASCII.
     """
-    atexit.unregister(_quick_exit)  # once per process, however often main() runs in it
-    atexit.register(_quick_exit)
     gone = streams.closed()
     if gone:
         sys.exit(_closed(gone))
@@ -53,18 +49,6 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C while the command tree loads (Typer's own commands exit 130 too)
         code = EXIT_INTERRUPTED
     sys.exit(streams.finish(code))
-
-
-def _quick_exit() -> None:
-    """At interpreter exit, move every object out of the garbage collector's reach (``gc.freeze``).
-
-    Finalisation otherwise runs full collections over everything the command loaded (numpy, pydantic,
-    jinja2, the catalog): 55 million instructions of a ``new`` run, about 4 % of it. Objects are still
-    freed by reference count; only reference cycles left at exit are not collected, and CPython does
-    not promise their ``__del__`` at exit anyway. In a process that calls :func:`main` and goes on (a
-    test), the freeze happens only when that process exits.
-    """
-    gc.freeze()
 
 
 def _closed(gone: list[str]) -> int:
