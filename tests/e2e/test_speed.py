@@ -187,17 +187,3 @@ def test_the_ranking_commands_load_numpy_without_openblas_worker_threads() -> No
     assert chosen == {"threads": 2, "env": "2"}  # the user's own setting is kept
 
 
-_FREEZE = """
-import atexit, gc, sys
-atexit.register(lambda: print("frozen", gc.get_freeze_count(), file=sys.stderr))  # runs after main's hook
-sys.argv = ["opdesign", "golden", sys.argv[1]]
-from opdesign.cli.entry import main
-main()
-"""
-
-
-def test_the_cli_freezes_the_collector_at_exit_instead_of_collecting_everything() -> None:
-    out = subprocess.run([sys.executable, "-c", _FREEZE, str(REPO_GOLDEN)], capture_output=True, text=True, check=False)
-    assert out.returncode == 0 and out.stdout.startswith("function: dense_attention_fwd_golden")
-    frozen = int(out.stderr.split()[-1])
-    assert frozen > 10_000  # every object the command loaded, out of the exit-time collections

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import gc
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,6 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from opdesign.validate.parse import mdinline
-from opdesign.validate.engine import memo
-from opdesign.validate import validate_text
 from opdesign.validate.analysis.codeorder import Carried, Order
 from opdesign.validate.parse.document import _parser, parse
 from opdesign.validate.parse.pseudocode import read_programs
@@ -101,24 +98,6 @@ def test_the_listed_walk_is_the_walk_of_its_own_program() -> None:
                                                                               ["pypto.loop", "range"]]
     other = dataclasses.replace(one, nodes=two.nodes)  # a replaced program walks its own nodes
     assert list(other.walk()) == _uncached(two)
-
-
-def test_the_collector_is_on_after_a_run_and_left_off_when_it_was_off() -> None:
-    memo.clear()
-    assert gc.isenabled()
-    validate_text("# x\n")
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        memo.clear()
-        validate_text("# y\n")
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-    with pytest.raises(ZeroDivisionError), memo.gc_paused():
-        assert not gc.isenabled()
-        raise ZeroDivisionError
-    assert gc.isenabled()
 
 
 _PIECES = list("ab_Z09 [](){}!*`\\<>&~:#|-=+@^$%\"'.,;中é\t") + ["_a_", "a_b", "](", "[x]", "__", "**", "&amp;", "\n"]

@@ -5,20 +5,13 @@ placeholder file names (:data:`DESIGN`, :data:`INTERFACES`, :data:`KERNEL`) and 
 findings under a digest of the inputs, so the same bytes under another path give the same findings
 with that path. At most :data:`MEMO_SIZE` entries are kept (least recently used goes first); the
 placeholders hold a NUL, which no checked text or path holds.
-
-A run that is computed runs with Python's cyclic garbage collector paused (:func:`gc_paused`): parsing
-and the rules allocate many objects that live until the run ends (markdown tokens, AST nodes and the
-facts kept about them), and the collector would traverse them again and again while they are built;
-with it paused they are looked at once, when it resumes after the run.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
 from opdesign.validate.analysis import astnodes
 from opdesign.validate.model import Finding
@@ -40,28 +33,13 @@ def _digest(parts: Iterable[str]) -> bytes:
     return h.digest()
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block (when it was on; on again after it, also when the
-    block raises). Collection never changes what a run computes, only when its cycles are freed."""
-    was_on = gc.isenabled()
-    if was_on:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def findings(key: Iterable[str], names: dict[str, str], compute: Callable[[], list[Finding]]) -> list[Finding]:
     """``compute()`` (findings filed under the placeholder names) once per ``key``, with each
     placeholder of ``names`` replaced by its real name."""
     digest = _digest(key)
     found = _MEMO.get(digest)
     if found is None:
-        with gc_paused():
-            found = tuple(compute())
+        found = tuple(compute())
         _MEMO[digest] = found
         if len(_MEMO) > MEMO_SIZE:
             _MEMO.popitem(last=False)
