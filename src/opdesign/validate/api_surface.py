@@ -212,8 +212,9 @@ class _Checker:
             ann = arg.annotation
             if isinstance(ann, ast.Call) and (self.resolve(ann.func) or "").endswith(".Tensor"):
                 dims = ann.args[0] if ann.args else None
-                known = isinstance(dims, (ast.Tuple, ast.List)) and not any(
-                    isinstance(d, ast.Constant) and d.value is Ellipsis for d in dims.elts)  # [...]: rank not given
+                # [...]: rank not given; []: the shape (and rank) comes from the runtime input
+                known = isinstance(dims, (ast.Tuple, ast.List)) and bool(dims.elts) and not any(
+                    isinstance(d, ast.Constant) and d.value is Ellipsis for d in dims.elts)
                 self.types[arg.arg] = (TENSOR, len(dims.elts) if known else None)
 
     def bind(self, target: ast.AST, kind: tuple[str, int | None] | None) -> None:

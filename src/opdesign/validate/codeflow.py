@@ -232,7 +232,7 @@ def _params(flow: Flow, fn: ast.FunctionDef, state: State) -> None:
     for arg in fn.args.args + fn.args.kwonlyargs:
         ann = arg.annotation
         if isinstance(ann, ast.Call) and call_name(ann) == "Tensor":
-            dims = _list(ann.args[0] if ann.args else None)
+            dims = _list(ann.args[0] if ann.args else None) or None  # ``Tensor([], dtype)``: shape from the input
             dtype = _dtype_arg(ann)
             state.values[arg.arg] = Value(dtype=dtype, dtype_line=flow.program.call_line(ann, _NO_NODE),
                                           shape=dims, batched=dims is not None and len(dims) >= 3,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from opdesign.skeletons.registry import FALLBACK
 from opdesign.validate import blockdata as bd
 from opdesign.validate import codeflow
-from opdesign.validate.codeorder import Carried, Order, defined_names, module_names
+from opdesign.validate.codeorder import Carried, Order, defined_names, functions, module_names
 from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword, unparse
 from opdesign.validate.registry import Context, Hit, rule
 
@@ -119,6 +119,14 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
                 need_vec = False
                 yield Hit(program.call_line(call, node), f"vector op {name} after a matmul runs on the cube "
                                                          "TileShape: set_vec_tile_shapes before the vector stage")
+
+
+def argument(call: ast.Call, position: int, name: str | None) -> ast.expr | None:
+    """The argument at ``position``, else the keyword ``name`` (``pypto.view(input=t, shape=s, offsets=o)``),
+    else None: keyword-only calls never index past the positional arguments."""
+    if len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return keyword(call, name) if name is not None else None
 
 
 def _targets(stmt: ast.stmt) -> list[tuple[str, bool]]:
@@ -312,10 +320,8 @@ def check_batch_head_offsets(ctx: Context) -> Iterator[Hit]:
             name = call_name(call)
             if not dotted(call.func).startswith("pypto.") or name not in ("view", "assemble"):
                 continue
-            tensor, offsets = ((call.args[0], call.args[2] if len(call.args) > 2 else keyword(call, "offsets"))
-                               if name == "view" else
-                               (call.args[2] if len(call.args) > 2 else None, call.args[1] if len(call.args) > 1
-                                else None))
+            tensor, offsets = ((argument(call, 0, "input"), argument(call, 2, "offsets")) if name == "view" else
+                               (argument(call, 2, None), argument(call, 1, None)))  # assemble(src, offsets, dst)
             if tensor is None or offsets is None or not flow.value(tensor, state).batched:
                 continue
             deps = flow.value(offsets, state).deps
@@ -353,13 +359,12 @@ def check_read_before_assignment(ctx: Context) -> Iterator[Hit]:
     top = [n.stmt for n in program.nodes if n.stmt is not None
            and not isinstance(n.stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     scopes: list[tuple[list[ast.stmt], set[str]]] = [(top, defined_names(program))]
-    for node in program.nodes:
-        fn = node.stmt
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = fn.args
-            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-            params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-            scopes.append((fn.body, module | params))
+    for fn, enclosing in functions(program):  # at any depth: a factory's kernel reads the factory's names
+        args = fn.args
+        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        scopes.append((fn.body, module | enclosing | params))
+    star = "*" in program.module_bound  # ``from x import *``: a name bound nowhere may come from it
     for body, bound in scopes:
         order = Order(bound)
         for stmt in body:
@@ -369,10 +374,28 @@ def check_read_before_assignment(ctx: Context) -> Iterator[Hit]:
             if name in seen:
                 continue
             later = order.first_bind.get(name)
-            if later is None and ctx.kernel is None:
+            if later is None and (ctx.kernel is None or star):
                 continue
             seen.add(name)
             line = program.fence.first_line + lineno - 1
             where = (f"its first assignment is at line {program.fence.first_line + later - 1}" if later is not None
                      else "it is never assigned")
             yield Hit(line, f"{name} is read before it is bound ({where})")
+
+
+@rule("OD-KN-08", "info", "pseudocode", "opdesign validate (kernel source)",
+      "no PyPTO kernel was found in the .py: the kernel rules did not run",
+      bad="import pypto\n\n\ndef add_one(x):\n    return pypto.add(x, 1.0)",
+      good=("import pypto\n\n\ndef make_kernel(rows):\n    @pypto.frontend.jit()\n    def add_one(x, out):\n"
+            "        for r in pypto.loop(rows, name='LOOP_r'):\n            out[:] = pypto.add(x, 1.0)\n"
+            "    return add_one"),
+      kind="kernel", kernel=True)
+def check_kernel_found(ctx: Context) -> Iterator[Hit]:
+    """A kernel ``.py`` holds at least one kernel, in any of three shapes and at any depth (a factory
+    function, a closure, a method, the main guard): a function decorated with ``@pypto.frontend.jit``
+    (or a ``jit`` imported from it), a ``with pypto.function(...)`` body, or a function that calls
+    ``pypto.loop`` / ``loop_unroll``. A file with none (a module of helpers, a test of tensor
+    operations outside any kernel) gets this one info finding at line 1, naming the kernel rules that
+    did not run and why, so that skipped never reads as passed. Emitted by the engine
+    (:func:`opdesign.validate.engine._lint_kernel`)."""
+    return iter(())
