@@ -238,6 +238,9 @@ MUTATIONS: list[tuple] = [
     ("gen:causal_gqa_fai", "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
      "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=4)", "OD-PC-03",
      "sg_set_scope=4"),
+    # online softmax: the new tile is rescaled against the new max too (AT-01-R3, issue 33)
+    ("gen:dense_fa_8192", "pypto.mul(l_blk, beta))", "l_blk)", "AT-01-R3"),
+    ("gen:causal_gqa_tail", "pypto.mul(o_blk, beta))", "o_blk)", "AT-01-R3"),
     # view / assemble offsets have the tensor's rank (signature annotations, reshape shapes)
     ("corpus:fwd_dense_bnsd_kernel", "pypto.assemble(o_4d, [b, h, q_off, 0], out)", "pypto.assemble(o_4d, [b, h, q_off], out)",
      "OD-PC-05"),

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from opdesign.skeletons.registry import FALLBACK
 from opdesign.validate import blockdata as bd
 from opdesign.validate import codeflow
+from opdesign.validate.attention_chain import has_attention_chain
 from opdesign.validate.codeorder import Carried, Order, defined_names, functions, module_names
 from opdesign.validate.pseudocode import Node, Program, call_name, dotted, keyword, unparse
 from opdesign.validate.registry import Context, Hit, rule
@@ -77,6 +78,12 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     skeletons this rule reports it, and a vector op right after a matmul with no
     ``set_vec_tile_shapes`` since that matmul.
 
+    Shapes are compared by value under the kernel's int constants (module constants, and names bound to
+    one int everywhere: a factory's ``q_tile = 128`` equals ``kv_tile = 128``). On a kernel file that
+    names no skeleton and has no C1 -> V1 -> C2 chain (:mod:`opdesign.validate.attention_chain`), matmuls
+    of different shapes may share one TileShape (a unit test of two matmuls): only a matmul with no
+    TileShape at all is reported there.
+
     Applies to kernel files, hand-written designs (no ``opdesign:`` block) and designs whose block
     names the release they target (``pypto: 0.2.0``), as OD-PC-05: the SK-02 card's notation sets the
     TileShapes once outside the loops, which PyPTO 0.2.0 does not do (SK-02-R5)."""
@@ -84,6 +91,9 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     if program is None or (ctx.block is not None and ctx.block.get("pypto") is None):
         return
     vec_rule = bd.rules_skeleton(ctx) is not FALLBACK  # the fallback (SK-01) has SK-01-R1 for vector stages
+    # stages of different shapes exist in attention: a kernel file without the C1 -> V1 -> C2 chain (two
+    # matmuls of a unit test under one TileShape that covers both) is not judged on sharing
+    stages = ctx.kernel is None or ctx.declared_skeleton is not None or has_attention_chain(program)
     group: list[tuple[tuple[str, ...] | None, int]] | None = None
     need_vec = vec_since_cube = False
     for node, _loops, state, flow in codeflow.walk(program):
@@ -110,7 +120,7 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
                 elif vec_rule and vec_before:
                     yield Hit(line, "matmul runs under the vector TileShape set since the last "
                                     "set_cube_tile_shapes: set one before this stage")
-                elif other is not None:
+                elif other is not None and stages:
                     yield Hit(line, f"matmul (M, K, N) = ({', '.join(key)}) shares the set_cube_tile_shapes of the "
                                     f"matmul at line {other[1]} ({', '.join(other[0])}): set one before each stage")
                 group = (group or []) + [(key, line)]

@@ -21,6 +21,9 @@ class Scopes:
     of_call: dict[int, int | None]  # id(call) -> open scope value (None: outside any scope)
     unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
     cube_in_scope: list[tuple[int, int, int]] = field(default_factory=list)  # (matmul line, n, line of sg_set_scope(n))
+    #: lines of unclosed scopes opened in a function that closes no scope anywhere (sg_set_scope(-1)
+    #: never appears in it): one scope kept open over the whole function on purpose
+    whole_function: set[int] = field(default_factory=set)
 
 
 def scope_value(call: ast.Call, constants: dict[str, Any]) -> int | None:
@@ -76,6 +79,13 @@ def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
             if boundary or node.kind == "def":
                 close(state, f"before the loop at line {node.line}" if node.kind != "def" else "before the function")
                 inner: list = [None]
+                if node.kind == "def" and not any(scope_value(c, program.constants) == -1
+                                                  for n, _loops in program.walk(node.body) for c in n.calls()):
+                    first = len(result.unclosed)
+                    visit(node.body, inner)
+                    close(inner, "by the end of the function")
+                    result.whole_function |= {line for line, _v, _w in result.unclosed[first:]}
+                    continue
                 visit(node.body, inner)
                 close(inner, "by the end of the loop body" if node.kind != "def" else "by the end of the function")
             else:
