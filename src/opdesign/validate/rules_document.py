@@ -86,7 +86,11 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
     (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
     name (``[B]``, ``["B", "S"]``: how both CANNBot templates write it) or a mapping with a non-empty
-    ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi."""
+    ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi.
+
+    In a DESIGN.md without the ``opdesign:`` block (a CANNBot design), a string ``schema_version`` that
+    reads as a version number (``"2.1"``, the value of CANNBot's earlier template) is accepted with an
+    info; with the block (opdesign's own output) it is an error. (A SPEC is validated by its own model.)"""
     data = ctx.doc.front.data
     if not isinstance(data, dict):
         return
@@ -94,6 +98,10 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     version = data.get("schema_version")
     if "schema_version" not in data:
         yield Hit(first, "front matter has no schema_version")
+    elif isinstance(version, str) and _VERSION_TEXT.match(version.strip()) and ctx.block is None:
+        yield Hit(ctx.doc.front.line("schema_version"),
+                  f"schema_version is the string {version!r}, as CANNBot's earlier DESIGN.md template writes it; "
+                  "accepted (the current contract writes an integer)", level="info")
     elif not isinstance(version, int) or isinstance(version, bool) or version < 1:
         yield Hit(ctx.doc.front.line("schema_version"), f"schema_version must be a positive integer, got {version!r}")
     name = data.get("op_name")
@@ -104,8 +112,12 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     axes = data.get("dynamic_axes")
     if "dynamic_axes" not in data:
         yield Hit(first, "front matter has no dynamic_axes (at least one real dynamic axis is required)")
-    elif not isinstance(axes, list) or not axes:
-        yield Hit(ctx.doc.front.line("dynamic_axes"), f"dynamic_axes must be a non-empty list, got {axes!r}")
+    elif axes is None or axes == [] or axes == "":
+        yield Hit(ctx.doc.front.line("dynamic_axes"), "dynamic_axes is empty: list at least one dynamic axis, by "
+                                                      "name ([B]) or as a mapping (- {name: seq_kv})")
+    elif not isinstance(axes, list):
+        yield Hit(ctx.doc.front.line("dynamic_axes"),
+                  f"dynamic_axes must be a list of axes, got the {type(axes).__name__} {axes!r}")
     else:
         for i, axis in enumerate(axes):
             where = ctx.doc.front.line("dynamic_axes", i)
@@ -117,6 +129,9 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
             elif "range" in axis and not _int_range(axis["range"]):
                 yield Hit(ctx.doc.front.line("dynamic_axes", i, "range"),
                           f"dynamic_axes[{i}].range must be [lo, hi] integers with lo <= hi, got {axis['range']!r}")
+
+
+_VERSION_TEXT = re.compile(r"^\d+(\.\d+)*$")
 
 
 def _int_range(value: Any) -> bool:
@@ -256,7 +271,12 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
     CANNBot template: tiling parameters, implementation config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
     ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
     ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
-    verification plan. A missing table is reported at its chapter heading."""
+    verification plan. A missing table is reported at its chapter heading: an error in a design that
+    carries the ``opdesign:`` block (opdesign's own output promises these tables), a warning in a design
+    without it. CANNBot's contract (``references/artifacts.yaml``) requires headings and keys, not tables;
+    a CANNBot design that states its tiling, UB estimate, loops and configuration as prose bullets is
+    valid, and the rules that read those tables cannot check it (the warning says so). A table without a
+    filled row is an error in both."""
     for table in ctx.doc.tables:
         if _is_empty(table.rows):
             yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
@@ -268,7 +288,12 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
                  else [t for t in ctx.doc.tables if t.chapter == chapter and _matches(t.header, aliases)])
         if not found:
             wanted = " / ".join(a for a in aliases if a != "*")
-            yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
+            if ctx.block is None:  # a CANNBot design: its contract asks for headings and keys, not these tables
+                yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}'): opdesign's "
+                                        "convention, not the CANNBot contract; a table makes it checkable",
+                          level="warning")
+            else:
+                yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
 
 
 @rule("OD-DOC-12", "warning", "document", "CANNBot quality self-check (typical configs, 7 columns)",
@@ -281,13 +306,14 @@ def check_typical_configs(ctx: Context) -> Iterator[Hit]:
     ``优先级`` column (name, type functional / performance, priority P0-P3, parameters, input and
     output shapes, note: the CANNBot quality self-check); verification runs them in priority order.
     A warning, not an error: the current CANNBot template (``DESIGN.md.tmpl``) has no such table and
-    a design written from it is otherwise complete."""
+    a design written from it is otherwise complete; in a design without the ``opdesign:`` block (one
+    written from that template) it is an info."""
     heading = ctx.doc.chapter_heading("contract")
     if heading is None:
         return
     if not any(t.chapter == "contract" and _matches(t.header, TYPICAL_CONFIGS) for t in ctx.doc.tables):
         yield Hit(heading.line, f"chapter '{heading.text}' has no typical configurations table "
-                                "(column 'priority / 优先级')")
+                                "(column 'priority / 优先级')", level=None if ctx.block is not None else "info")
 
 
 def design_check_tables(ctx: Context) -> list[Any]:
