@@ -68,6 +68,10 @@ def test_a_factory_nested_kernel_gets_the_findings_of_the_same_body_at_module_le
      "    with pypto.function('main', a):\n        b = pypto.add(a, a)\n", ["With"]),
     ("import pypto as pp\n\n\ndef body(x, out, n):\n    for i in pp.loop(n, name='LOOP_i'):\n"
      "        pp.assemble(pp.exp(x), [i, 0], out)\n", ["FunctionDef"]),
+    ("import pypto\n\n\ndef add(x, out):\n    out[:] = pypto.add(x, x)\n\n\n"
+     "fast = pypto.frontend.jit(runtime_options={'run_mode': 1})(add)\n", ["FunctionDef"]),
+    ("import pypto\n\nSHARED = pypto.frontend.jit(runtime_options={'run_mode': 1})\n\n\n@SHARED\n"
+     "def add(x, out):\n    out[:] = pypto.add(x, x)\n", ["FunctionDef"]),
 ])
 def test_kernels_are_found_in_all_three_shapes_at_any_depth(text: str, kinds: list[str]) -> None:
     assert [type(k).__name__ for k in find_kernels(astnodes.parse(text))] == kinds
@@ -299,7 +303,7 @@ def test_matmul_shapes_are_compared_under_the_kernels_tile_constants() -> None:
         ("OD-KN-02", 17)]
 
 
-def test_a_scope_kept_open_over_a_whole_function_is_a_warning_one_left_open_among_closed_is_an_error() -> None:
+def test_the_one_scope_of_a_function_around_its_loops_is_a_warning_one_among_others_is_an_error() -> None:
     whole = '''\
 import pypto
 
@@ -315,6 +319,9 @@ def k(a, b, c, out):
 '''
     assert [(f.rule, f.level, f.line) for f in validate_kernel_text(whole).findings if f.rule == "OD-PC-03"] == [
         ("OD-PC-03", "warning", 6)]
+    closed_after = whole + "    pypto.set_pass_options(sg_set_scope=-1)\n"
+    assert [(f.rule, f.level, f.line) for f in validate_kernel_text(closed_after).findings
+            if f.rule == "OD-PC-03"] == [("OD-PC-03", "warning", 6)]
     partial = whole.replace("    pypto.set_cube_tile_shapes", "    pypto.set_pass_options(sg_set_scope=-1)\n"
                             "    pypto.set_pass_options(sg_set_scope=3)\n    pypto.set_cube_tile_shapes")
     assert [(f.rule, f.level, f.line) for f in validate_kernel_text(partial).findings if f.rule == "OD-PC-03"] == [

@@ -86,7 +86,33 @@ def _is_jit(fn: ast.FunctionDef | ast.AsyncFunctionDef, names: _Names | None = N
                 return True
         elif (root and root.split(".")[0] in names.modules) or (not root and names.functions.get(name, "").endswith("jit")):
             return True
+    for d in fn.decorator_list:  # ``_JIT = pypto.frontend.jit(...)`` then ``@_JIT``
+        if names is not None and dotted(d.func if isinstance(d, ast.Call) else d) in names.jit_aliases:
+            return True
     return False
+
+
+def _jit_call(call: ast.AST, names: _Names) -> bool:
+    """``pypto.frontend.jit(...)`` (or an imported ``jit``) as an expression."""
+    if not isinstance(call, ast.Call):
+        return False
+    name = dotted(call.func)
+    root, _dot, last = name.rpartition(".")
+    return last.endswith("jit") and ((root and root.split(".")[0] in names.modules)
+                                     or (not root and names.functions.get(name, "").endswith("jit")))
+
+
+def _jit_wrapped(tree: ast.Module, names: _Names) -> set[str]:
+    """Names of functions wrapped by a call of jit instead of a decorator: ``pypto.frontend.jit(...)(fn)``,
+    ``pypto.frontend.jit(fn)``, ``_JIT(fn)`` of an alias."""
+    out: set[str] = set()
+    for node in astnodes.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+            continue
+        if _jit_call(node.func, names) or dotted(node.func) in names.jit_aliases or (
+                _jit_call(node, names) and not node.keywords and len(node.args) == 1):
+            out.add(node.args[0].id)
+    return out
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -100,6 +126,7 @@ class _Names:
 
     modules: frozenset[str]
     functions: dict[str, str]  # local name -> PyPTO name (``from pypto import loop as ploop``)
+    jit_aliases: frozenset[str] = frozenset()  # names bound to a jit decorator (``_JIT = pypto.frontend.jit(...)``)
 
     def calls(self, call: ast.Call, *wanted: str) -> bool:
         """Whether ``call`` calls one of the PyPTO functions ``wanted`` (``loop``, ``function``)."""
@@ -120,7 +147,10 @@ def _pypto_names(tree: ast.Module) -> _Names:
                 functions[a.asname or a.name] = a.name
                 if node.module == "pypto" or a.name in ("frontend", "experimental"):
                     modules.add(a.asname or a.name)  # from pypto import frontend
-    return _Names(frozenset(modules), functions)
+    names = _Names(frozenset(modules), functions)
+    aliases = {t.id for node in astnodes.walk(tree) if isinstance(node, ast.Assign) and _jit_call(node.value, names)
+               for t in node.targets if isinstance(t, ast.Name)}
+    return _Names(frozenset(modules), functions, frozenset(aliases))
 
 
 #: the three shapes of a kernel (:func:`find_kernels`)
@@ -143,13 +173,14 @@ def find_kernels(tree: ast.Module) -> list[ast.stmt]:
     function that calls ``pypto.loop`` / ``loop_unroll`` itself (not through a nested kernel) and
     lies inside neither of the first two."""
     names = _pypto_names(tree)
+    wrapped = _jit_wrapped(tree, names)
     found: list[ast.stmt] = []
     # (node, inside a kernel already)
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
         node, inside = stack.pop()
         kernel = False
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_jit(node, names):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (_is_jit(node, names) or node.name in wrapped):
             kernel = True
         elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
                 isinstance(i.context_expr, ast.Call) and names.calls(i.context_expr, "function") for i in node.items):

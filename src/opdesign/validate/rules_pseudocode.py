@@ -145,12 +145,13 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
     ``flash_attention_mha_impl.py`` scope 5001, ``sparse_flash_attention_quant_impl.py`` scope 20001,
     under ``if pypto.platform.npuarch == 'DAV_3510'``).
 
-    A function that closes no scope anywhere (no ``sg_set_scope(-1)`` in it) but opens one keeps that
-    scope open over its whole body on purpose: hicann/pypto's own system tests of cube-vector fusion
+    A function whose only scope is set in its own body outside any loop and closed there after the
+    loops (or never) keeps that scope over its whole body on purpose: hicann/pypto's own system tests of cube-vector fusion
     (``python/tests/st/operation/matmul/test_matmul_l0c2ub.py``, ``test_matmul_ub2l1.py``, added after
-    0.2.0) open ``sg_set_scope(10000)`` at the top of the kernel around a ``pypto.loop`` of matmul + add.
-    AT-21-R4's consequence is that such a scope is ignored or merges unrelated work, not a failure to
-    compile, so this is a warning; a function that closes some scopes but not this one is an error. SK-02 keeps C1 + V1 + C2 in one
+    0.2.0) open ``sg_set_scope(10000)`` at the top of the kernel around a ``pypto.loop`` of matmul + add
+    and close it after the loop. AT-21-R4's consequence is that such a scope is ignored or merges unrelated
+    work, not a failure to compile, so this is a warning; a scope among others, or one opened inside a
+    loop, that crosses a boundary is an error. SK-02 keeps C1 + V1 + C2 in one
     ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""
     if ctx.program is None:
         return
@@ -158,10 +159,10 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
     info = scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope)
     for line, value, why in info.unclosed:
         if line in info.whole_function:
-            yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}; the function closes no "
-                            "scope anywhere, so it is kept open over the whole function on purpose (as framework "
-                            "tests of cube-vector fusion do); AT-21-R4: a scope across a pypto.loop is ignored or "
-                            "merges unrelated work", level="warning")
+            yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}; it is the function's "
+                            "only scope, opened in its body and closed there after the loops (or never): kept over "
+                            "the whole function on purpose, as framework tests of cube-vector fusion do; AT-21-R4: "
+                            "a scope across a pypto.loop is ignored or merges unrelated work", level="warning")
             continue
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
     for line, value, opened in info.cube_in_scope:
