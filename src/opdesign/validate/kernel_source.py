@@ -5,12 +5,22 @@
 holds what runs on the device side:
 
 - module-level imports and assignments (the UPPER_CASE constants the rules treat as static);
-- every ``jit``-decorated function and the module functions it calls, transitively (a helper
+- every top-level statement that holds a kernel (:func:`find_kernels`), at any depth: a function
+  decorated with ``@pypto.frontend.jit`` (or a ``jit`` imported from pypto, an alias ``_JIT =
+  pypto.frontend.jit(...)``, or wrapped as ``pypto.frontend.jit(...)(fn)``) in a factory, a closure,
+  a class or the main guard; a ``with pypto.function(...)`` body; a function that calls
+  ``pypto.loop`` / ``loop_unroll`` itself. The whole holder is kept (a factory's ``q_tile = 128`` is
+  the kernel's constant), and the module functions the kept statements call, transitively (a helper
   that builds part of the graph is kernel code too);
 
 and leaves out host code: other functions (the torch golden, ``make_case``), classes and the
-``if __name__ == "__main__":`` block, so a ``for b in range(batch)`` of the golden is not a
-symbolic range.
+``if __name__ == "__main__":`` block when they hold no kernel, so a ``for b in range(batch)`` of the
+golden is not a symbolic range. A ``jit`` of another package (``pypto_pro.language``'s ``pl.jit``,
+``torch.jit``) is not a PyPTO kernel.
+
+A file with no kernel in any shape gets one OD-KN-08 info at line 1 naming the kernel rules that did
+not run and why (``the file does not import pypto``; another package's ``jit``); the rules that read
+the file as a whole still run (OD-PC-05: the pypto names it uses).
 
 Which rules run on a kernel file: the rules registered with ``kernel=True`` (by default the
 pseudocode family, :attr:`opdesign.validate.registry.Rule.on_kernel`; ``opdesign rules ID`` says

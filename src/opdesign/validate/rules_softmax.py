@@ -145,8 +145,10 @@ def updates(program: Program) -> Iterator[tuple[int, str, ast.expr, ast.expr, fr
             factors = _factors(term, d)
             if factors is None:
                 continue
+            # the factor's own exp, or the exp of a name it reads (``alpha = pypto.exp(...)``, in every branch
+            # that binds it)
             rescaled = frozenset().union(*(d.against(a) for f in factors for a in _exp_args(f) + [
-                e for n in names_in(f) if len(d.values.get(n, [])) == 1 for e in _exp_args(d.values[n][0])]))
+                e for n in names_in(f) for v in d.values.get(n, []) for e in _exp_args(v)]))
             if rescaled:
                 yield node.line, target, term, terms[1 - i], rescaled
                 break
