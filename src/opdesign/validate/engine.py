@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 
 from opdesign.validate import memo, yamlsafe
 from opdesign.validate.document import parse
-from opdesign.validate.attention_chain import has_attention_chain
-from opdesign.validate.kernel_source import KERNEL_GLOBS, KERNEL_SHAPES, NO_KERNEL_RULE, SYNTAX_RULE, read_kernel
+from opdesign.validate.kernel_source import KERNEL_GLOBS, NO_KERNEL_RULE, SYNTAX_RULE, read_kernel
+from opdesign.validate.kernel_verdict import WHOLE_FILE_RULES, is_attention_kernel, no_kernel_message
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.prose import prose_pseudocode
 from opdesign.validate.pseudocode import MAX_KERNELS, nesting, read_programs
@@ -38,8 +38,6 @@ INTERNAL_RULE = "OD-DOC-10"
 SUPPRESSION_RULE = "OD-DOC-09"
 PROSE_RULE = "OD-PC-06"
 EMPTY_PSEUDOCODE_RULE = "OD-PC-01"
-#: rules that read a kernel file as a whole, kernel or not (OD-PC-05: the pypto names it uses)
-WHOLE_FILE_RULES = ("OD-PC-05",)
 
 
 def _check_text(text: str) -> None:
@@ -126,42 +124,14 @@ def _lint_kernel(text: str, name: str) -> list[Finding]:
     ctx = Context(doc=source.document, interfaces=None, interfaces_state="not_given", interfaces_problem="",
                   interfaces_problem_line=1, program=source.program, declared_skeleton=source.skeleton,
                   kernel=source)
-    findings: list[Finding] = []
-    if source.program is not None and source.program.kernel is None:
-        # no kernel: the rules that read the file as a whole still run (the API names), the rest is said
-        findings = [f for rule_id in WHOLE_FILE_RULES for f in _check(all_rules()[rule_id], ctx, name, name)]
-        return list(dict.fromkeys(findings + [_no_kernel(source, name)]))
-    attention = source.program is not None and _kernel_is_attention(ctx)
-    for rule in all_rules().values():
-        if rule.attention_only and not attention:
-            continue
-        if rule.on_kernel and (source.program is not None or rule.id == SYNTAX_RULE):
-            findings += _check(rule, ctx, name, name)
+    if source.program is not None and source.program.kernel is None:  # OD-KN-08; whole-file rules still run
+        said = Finding(rule=NO_KERNEL_RULE, level="info", file=name, line=1,
+                       message=_one_line(no_kernel_message(source, all_rules())))
+        return list(dict.fromkeys([f for r in WHOLE_FILE_RULES for f in _check(all_rules()[r], ctx, name, name)] + [said]))
+    attention = source.program is not None and is_attention_kernel(ctx)
+    findings = [f for rule in all_rules().values() if rule.on_kernel and (attention or not rule.attention_only)
+                and (source.program is not None or rule.id == SYNTAX_RULE) for f in _check(rule, ctx, name, name)]
     return list(dict.fromkeys(findings))
-
-
-def _kernel_is_attention(ctx: Context) -> bool:
-    """A kernel file is attention when its docstring names an attention skeleton, or (naming none) when
-    its code holds the C1 -> V1 -> C2 chain (:mod:`opdesign.validate.attention_chain`)."""
-    if ctx.declared_skeleton is not None:
-        return is_attention_design(ctx)
-    try:
-        return has_attention_chain(ctx.program)
-    except Exception:  # noqa: BLE001 - too deep or too odd to follow: the attention rules run, as before
-        return True
-
-
-def _no_kernel(source, name: str) -> Finding:
-    """OD-KN-08: the file holds no kernel in any of the three shapes; the kernel rules that did not run."""
-    skipped = [r.id for r in all_rules().values()
-               if r.on_kernel and r.id not in (SYNTAX_RULE, NO_KERNEL_RULE, *WHOLE_FILE_RULES)]
-    why = ("the file does not import pypto" if not source.imports_pypto else
-           f"none of its functions is a {', a '.join(KERNEL_SHAPES[:2])} or a {KERNEL_SHAPES[2]}")
-    if source.other_jits:
-        why += f"; its @{', @'.join(source.other_jits)} functions are another package's kernels, not pypto.frontend's"
-    return Finding(rule=NO_KERNEL_RULE, level="info", file=name, line=1,
-                   message=_one_line(f"no PyPTO kernel found ({why}): {len(skipped)} kernel rules did not run "
-                                     f"({', '.join(skipped)})"))
 
 
 IfaceInput = tuple[str, str | None] | tuple[None, str, str, int]

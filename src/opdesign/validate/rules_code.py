@@ -392,20 +392,3 @@ def check_read_before_assignment(ctx: Context) -> Iterator[Hit]:
                      else "it is never assigned")
             yield Hit(line, f"{name} is read before it is bound ({where})")
 
-
-@rule("OD-KN-08", "info", "pseudocode", "opdesign validate (kernel source)",
-      "no PyPTO kernel was found in the .py: the kernel rules did not run",
-      bad="import pypto\n\n\ndef add_one(x):\n    return pypto.add(x, 1.0)",
-      good=("import pypto\n\n\ndef make_kernel(rows):\n    @pypto.frontend.jit()\n    def add_one(x, out):\n"
-            "        for r in pypto.loop(rows, name='LOOP_r'):\n            out[:] = pypto.add(x, 1.0)\n"
-            "    return add_one"),
-      kind="kernel", kernel=True)
-def check_kernel_found(ctx: Context) -> Iterator[Hit]:
-    """A kernel ``.py`` holds at least one kernel, in any of three shapes and at any depth (a factory
-    function, a closure, a method, the main guard): a function decorated with ``@pypto.frontend.jit``
-    (or a ``jit`` imported from it), a ``with pypto.function(...)`` body, or a function that calls
-    ``pypto.loop`` / ``loop_unroll``. A file with none (a module of helpers, a test of tensor
-    operations outside any kernel) gets this one info finding at line 1, naming the kernel rules that
-    did not run and why, so that skipped never reads as passed. Emitted by the engine
-    (:func:`opdesign.validate.engine._lint_kernel`)."""
-    return iter(())

@@ -16,6 +16,7 @@ from opdesign.render.headings import HEADINGS, SUBHEADINGS
 from opdesign.validate.prose import holds_python, prose_pseudocode
 from opdesign.validate.registry import Context, Hit, rule
 
+_VERSION_TEXT = re.compile(r"^\d+(\.\d+)*$")  # a version number written as a string
 PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")
 SLOT = re.compile(r"<([^<>\n]{1,80})>")
 BRACED = re.compile(r"\{\s*[^\W\d][\w .\-|/]*\}")  # {slot}, {a|b} and {a / b} choice slots
@@ -87,10 +88,8 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
     name (``[B]``, ``["B", "S"]``: how both CANNBot templates write it) or a mapping with a non-empty
     ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi.
-
-    In a DESIGN.md without the ``opdesign:`` block (a CANNBot design), a string ``schema_version`` that
-    reads as a version number (``"2.1"``, the value of CANNBot's earlier template) is accepted with an
-    info; with the block (opdesign's own output) it is an error. (A SPEC is validated by its own model.)"""
+    Without the ``opdesign:`` block, a string ``schema_version`` such as ``"2.1"`` (CANNBot's earlier
+    template) is accepted with an info."""
     data = ctx.doc.front.data
     if not isinstance(data, dict):
         return
@@ -112,11 +111,9 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     axes = data.get("dynamic_axes")
     if "dynamic_axes" not in data:
         yield Hit(first, "front matter has no dynamic_axes (at least one real dynamic axis is required)")
-    elif axes is None or axes == [] or axes == "":
-        yield Hit(ctx.doc.front.line("dynamic_axes"), "dynamic_axes is empty: list at least one dynamic axis, by "
-                                                      "name ([B]) or as a mapping (- {name: seq_kv})")
-    elif not isinstance(axes, list):
-        yield Hit(ctx.doc.front.line("dynamic_axes"),
+    elif not isinstance(axes, list) or not axes:
+        yield Hit(ctx.doc.front.line("dynamic_axes"), "dynamic_axes is empty: list at least one dynamic axis, by name "
+                  "([B]) or as a mapping (- {name: seq_kv})" if axes in (None, [], "") else
                   f"dynamic_axes must be a list of axes, got the {type(axes).__name__} {axes!r}")
     else:
         for i, axis in enumerate(axes):
@@ -129,9 +126,6 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
             elif "range" in axis and not _int_range(axis["range"]):
                 yield Hit(ctx.doc.front.line("dynamic_axes", i, "range"),
                           f"dynamic_axes[{i}].range must be [lo, hi] integers with lo <= hi, got {axis['range']!r}")
-
-
-_VERSION_TEXT = re.compile(r"^\d+(\.\d+)*$")
 
 
 def _int_range(value: Any) -> bool:
@@ -271,12 +265,9 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
     CANNBot template: tiling parameters, implementation config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
     ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
     ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
-    verification plan. A missing table is reported at its chapter heading: an error in a design that
-    carries the ``opdesign:`` block (opdesign's own output promises these tables), a warning in a design
-    without it. CANNBot's contract (``references/artifacts.yaml``) requires headings and keys, not tables;
-    a CANNBot design that states its tiling, UB estimate, loops and configuration as prose bullets is
-    valid, and the rules that read those tables cannot check it (the warning says so). A table without a
-    filled row is an error in both."""
+    verification plan. A missing table is reported at its chapter heading: an error with the ``opdesign:``
+    block, a warning without it (CANNBot's ``references/artifacts.yaml`` requires headings and keys, not
+    tables: decisions written as prose bullets are valid, only not checkable). An empty table: an error."""
     for table in ctx.doc.tables:
         if _is_empty(table.rows):
             yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
@@ -288,12 +279,10 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
                  else [t for t in ctx.doc.tables if t.chapter == chapter and _matches(t.header, aliases)])
         if not found:
             wanted = " / ".join(a for a in aliases if a != "*")
-            if ctx.block is None:  # a CANNBot design: its contract asks for headings and keys, not these tables
-                yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}'): opdesign's "
-                                        "convention, not the CANNBot contract; a table makes it checkable",
-                          level="warning")
-            else:
-                yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
+            cannbot = ctx.block is None  # a CANNBot design: its contract asks for headings and keys, not tables
+            yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')" + (
+                ": opdesign's convention, not the CANNBot contract; a table makes it checkable" if cannbot else ""),
+                level="warning" if cannbot else None)
 
 
 @rule("OD-DOC-12", "warning", "document", "CANNBot quality self-check (typical configs, 7 columns)",
@@ -306,8 +295,7 @@ def check_typical_configs(ctx: Context) -> Iterator[Hit]:
     ``优先级`` column (name, type functional / performance, priority P0-P3, parameters, input and
     output shapes, note: the CANNBot quality self-check); verification runs them in priority order.
     A warning, not an error: the current CANNBot template (``DESIGN.md.tmpl``) has no such table and
-    a design written from it is otherwise complete; in a design without the ``opdesign:`` block (one
-    written from that template) it is an info."""
+    a design written from it is otherwise complete; without the ``opdesign:`` block, an info."""
     heading = ctx.doc.chapter_heading("contract")
     if heading is None:
         return
