@@ -30,18 +30,22 @@ def check_api_surface(ctx: Context) -> Iterator[Hit]:
     ``view`` / ``assemble`` offsets have the indexed tensor's rank (reshape to 2-D first). Code that
     does not parse as Python is left to OD-PC-02.
 
+    The target is the pinned release unless ``--target-pypto`` / the ``target-pypto`` setting names
+    another manifest (a later source commit). A name the target lacks but a later manifest has is
+    reported as "not in PyPTO 0.2.0 (added later ...)", once per line.
+
     Applies to hand-written designs (no ``opdesign:`` block) and to designs whose block names the
     release they target (``pypto: 0.2.0``); an ``opdesign:`` block without ``pypto`` comes from an
     opdesign version that wrote card-notation pseudocode, not a kernel for a release."""
     program = ctx.program
     if program is None or not program.parsed:
         return
-    api = load_api_surface()
+    api = load_api_surface(ctx.target_pypto)
     if ctx.block is not None:
         target = ctx.block.get("pypto")
         if target is None:
             return
-        if str(target) != api.release:
+        if str(target) != api.release and str(target) != api.target:
             yield Hit(ctx.block_line("pypto"), f"the design targets PyPTO {target}; opdesign's API manifest is "
                                                f"PyPTO {api.release}, so its names were not checked")
             return
