@@ -123,6 +123,13 @@ def manifest_file(target: str | None) -> str:
                      "(a later commit needs its manifest: scripts/gen_pypto_api_source.py)")
 
 
+def check_target(target: str | None) -> str | None:
+    """``target`` unchanged when a shipped manifest has it (None: the pinned release), else InputError."""
+    if target is not None:
+        manifest_file(target)
+    return target
+
+
 def later_surfaces(surface: ApiSurface) -> list[ApiSurface]:
     """The manifests newer than ``surface`` (commits after it by date; every commit manifest is newer
     than the pinned release), oldest first."""
