@@ -304,3 +304,14 @@ def test_cache_is_not_written_outside_the_root_or_into_a_read_only_tree(tmp_path
     monkeypatch.setattr(bulk.os, "access", lambda path, mode: Path(path) != outside.resolve())  # a read-only tree
     report = validate_paths([op], use_cache=True)
     assert not (outside / ".opdesign_cache").exists() and ("OD-NUM-04", 236) in _rules(report)
+
+
+def test_readme_configuration_example_is_valid(tmp_path: Path) -> None:
+    import re
+
+    block = re.search(r"```toml\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S).group(1)
+    (tmp_path / "pyproject.toml").write_text(block, encoding="utf-8")
+    found = settings.discover(tmp_path)
+    assert found.target_pypto == "883e7dfb0" and ("tests/*", ("OD-PC-03",)) in found.per_file_ignores
+    assert found.reports("OD-PC-05", str(tmp_path / "a.py")) and not found.reports("OD-PC-04", str(tmp_path / "a.py"))
+    assert not found.reports("OD-PC-03", str(tmp_path / "tests" / "t.py")) and not found.reports("OD-DOC-03", "x")

@@ -70,7 +70,7 @@ _NOT_VALUES = frozenset({"none", "dict", "list", "tuple", "bool", "int", "float"
 class _Checker:
     def __init__(self, api: ApiSurface, later: list[ApiSurface] | None = None) -> None:
         self.api = api
-        self.later = later if later is not None else later_surfaces(api)
+        self._later = later  # loaded on the first name the target lacks (a clean kernel never reads them)
         self.added: dict[int, list[tuple[str, str]]] = {}  # line -> (what, in which later manifest)
         self.aliases: dict[str, str] = {}  # local name -> dotted pypto path
         self.hits: list[ApiHit] = []
@@ -119,6 +119,13 @@ class _Checker:
                 self.hits.append(ApiHit(node.lineno, "name", f"{here} has no member {parts[i + 1]!r} in PyPTO "
                                         f"{self.api.release} (members: {', '.join(entry['members'])})"))
             return
+
+    @property
+    def later(self) -> list[ApiSurface]:
+        """The manifests newer than the target (:func:`later_surfaces`)."""
+        if self._later is None:
+            self._later = later_surfaces(self.api)
+        return self._later
 
     def added_later(self, line: int, what: str, present: Any) -> bool:
         """True (and noted for one finding per line) when a later manifest has ``what`` (``present(s)``)."""
