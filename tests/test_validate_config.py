@@ -66,6 +66,7 @@ def test_manifest_keeps_self_and_records_return_kinds() -> None:
     code = ("import pypto\n\n\n@pypto.frontend.jit()\ndef k(q: pypto.Tensor((16, 64), pypto.DT_BF16)):\n"
             "    d = pypto.get_debug_options()\n    v = d.get('x')\n    h = pypto.hypot(self=q, other=q)\n")
     assert check_source(code) == []
+    assert check_source("import pypto\nimport pypto._controller\nx = pypto._controller.loop\n") == []
     assert "has no method .get()" in check_source(code.replace("pypto.get_debug_options()", "pypto.abs(q)"))[0].message
 
 

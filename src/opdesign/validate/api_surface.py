@@ -96,6 +96,8 @@ class _Checker:
                 names = self.api.modules.get(parts[0])
             if names is None:
                 return  # a submodule outside the checked surface
+            if part.startswith("_"):
+                return  # the manifests list public names only: pypto._controller exists, unlisted
             entry = names.get(part)
             here = ".".join(parts[:i + 1])
             if entry is None and self.added_later(node.lineno, here,
