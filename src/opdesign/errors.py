@@ -3,7 +3,8 @@
 Every error opdesign raises on purpose is an :class:`OpdesignError` with a
 stable ``code`` (used in JSON tool errors) and an ``exit_code`` (used by the
 CLI). Exit codes: 0 success, 1 findings at error level / failed self-check,
-2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments, a closed,
+2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments, a bad configuration
+file: ``config_invalid``, a closed,
 full or broken stdout / stderr: ``io_error``),
 3 internal error (a bug; the message says so).
 """
@@ -68,6 +69,14 @@ class InputError(OpdesignError):
     """Any other unusable input (unreadable file, not UTF-8, too large, bad argument)."""
 
     code = "invalid_input"
+
+
+class ConfigError(OpdesignError):
+    """The ``opdesign validate`` configuration (``[tool.opdesign]`` in pyproject.toml, or opdesign.toml)
+    has an unknown key, a value of the wrong type, an unknown rule id or an unknown target; the message
+    names the file and the key."""
+
+    code = "config_invalid"
 
 
 class PathOutsideRootError(OpdesignError):

@@ -384,7 +384,12 @@ def check_suppressions(ctx: Context) -> Iterator[Hit]:
     """``<!-- opdesign: disable=RULE-ID[,RULE-ID] -->`` anywhere in the Markdown (not in code) suppresses
     those warning-level rules for the whole document; each use is listed as info. Error-level rules
     cannot be suppressed (fix the design instead), info rules need no suppression; both are said so
-    in an info finding, as is an unknown rule id. Emitted by the engine after all checks ran."""
+    in an info finding, as is an unknown rule id. A disable that suppresses nothing is a warning.
+
+    In a kernel ``.py``, ``# opdesign: disable=RULE-ID[,RULE-ID]`` suppresses those rules on its line and
+    ``# opdesign: disable-file=RULE-ID`` in the whole file, at any level (not OD-DOC-01); an unknown id
+    and a disable that suppresses nothing are warnings (:mod:`opdesign.validate.inline`). Suppressed
+    findings are listed in SARIF with ``suppressions``. Emitted by the engine after all checks ran."""
     return iter(())
 
 
