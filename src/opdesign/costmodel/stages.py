@@ -24,7 +24,7 @@ longer of two bounds, plus ``roots x epilogue`` of the busiest core:
 
 * the pools: all tasks' AIC work ``C1 + C2`` (``+ V1`` when :func:`v1_on_aic`: vector tile wider than the
   QK tile's n, V1 then runs the whole q tile's rows on the cube core) and AIV work ``V1 + V2`` over the
-  ``cube_cores`` AIC (each with its ``aiv_per_aic`` AIVs; ``CostParams.cube_cores``: SIM's 24 on a2/a3);
+  ``cube_cores`` AIC (each with its ``aiv_per_aic`` AIVs; the profile's aic_cores: 24 on a2/a3, A2A3.ini, as SIM);
 * one chain: the KV steps of one head's online softmax follow each other, ``fill + (steps - 1) x
   interval`` with ``fill = C1 + V1 + C2 + V2`` and ``interval = max(AIC work, AIV work, fill / D)``
   (``D = pipeline_depth``, FAI ``KERNEL_TASK_NUM``, tasks in flight), for the longest chain

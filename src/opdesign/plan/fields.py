@@ -8,7 +8,7 @@ from typing import Any
 
 from opdesign.errors import SpecError
 from opdesign.catalog.pypto_api import api_release
-from opdesign.spec import Spec
+from opdesign.spec import Spec, TypicalConfig
 
 
 def check_supported(spec: Spec, supported: dict[str, tuple[str, ...]], what: str) -> None:
@@ -27,11 +27,30 @@ def spec_echo(spec: Spec) -> dict[str, Any]:
         "pypto_release": api_release(),
         "typical_configs": [
             {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
-             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
+             "shape": spec.config_shape(c).model_dump(exclude_none=True), **latency_target(spec, c)}
             for c in spec.typical_configs
         ],
         "dynamic_axes": [{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
     }
+
+
+def latency_target(spec: Spec, config: TypicalConfig) -> dict[str, Any]:
+    """The latency target of a performance config, from the SPEC's ``performance`` block: its ``baseline_us``
+    (the fused vendor baseline), for a config at the SPEC's own shape (where the block's latencies are
+    measured). Empty when the SPEC gives no performance block, for a functional config, and for a config of
+    another shape."""
+    perf = spec.performance
+    if perf is None or config.type != "performance" or spec.config_shape(config) != spec.shape:
+        return {}
+    target, current = _number(perf.baseline_us), _number(perf.current_us)
+    return {"latency_target_us": target, "latency_current_us": current,
+            "latency_source": f"SPEC performance.baseline_us, the fused baseline at the SPEC's shape; current "
+                              f"{current} us, {perf.ratio:.1f}x the target"}
+
+
+def _number(value: float) -> int | float:
+    """A latency as written: an integral float as an int (16948.0 -> 16948)."""
+    return int(value) if float(value).is_integer() else value
 
 
 def batch_lengths(spec: Spec) -> dict[str, str]:
