@@ -134,6 +134,9 @@ def test_what_the_release_verifies_is_stated_only_when_it_holds() -> None:
     a2 = _design("causal_gqa_tail")
     assert "SKU Ascend910B1 (`a2/910B1`, the family's default SKU), DAV_2201; 24 AIC and 48 AIV" in a2
     assert "its figures equal this SKU's" in a2 and "What PyPTO 0.2.0 verifies" not in a2
+    assert "the platform file PyPTO 0.2.0 ships" in a2
+    a3 = _design("dense_fa_8192")  # a3: 910PR_9363.ini, after 0.2.0
+    assert "SKU Ascend910C4" in a3 and "a file PyPTO 0.2.0 does not ship" in a3 and "What PyPTO" not in a3
     a5 = _design("causal_gqa_fai")  # a5, bf16
     assert "What PyPTO 0.2.0 verifies for this design: compile, SIM and verify run on DAV_2201" in a5
     assert "aic_cores 32 (SIM 24); aiv_cores 64 (SIM 48); ub_bytes 253952 (SIM 196608)" in a5

@@ -48,7 +48,9 @@ def hardware(spec: Spec, device: DeviceProfile, rtol: float, atol: float) -> Har
     statement = text("hw.sku", device=spec.device, soc=device.soc_version, arch=device.npu_arch, family=device.family, sku=device.sku,
                      default="the family's default SKU" if default else "a SKU named by the SPEC",
                      aic=device.aic_cores, aiv=device.aiv_cores, ub=device.ub_bytes, l1=device.l1_bytes,
-                     l0c=device.l0c_bytes, platform=device.platform)
+                     l0c=device.l0c_bytes, platform=device.platform,
+                     shipped=text("hw.shipped", release=sim.release) if device.soc_version == sim.soc_version
+                     else text("hw.not_shipped", release=sim.release))
     common = dict(release=sim.release, sim_soc=sim.soc_version, sim_arch=sim.npu_arch, sim_aic=sim.aic_cores,
                   sim_aiv=sim.aiv_cores, sim_ub=sim.ub_bytes)
     if diffs:
