@@ -8,6 +8,9 @@ from typing import Any
 
 from opdesign.errors import SpecError
 from opdesign.catalog.pypto_api import api_release
+from opdesign.plan.core import text
+from opdesign.plan.models import Decision
+from opdesign.plan.schedule import Schedule
 from opdesign.spec import Spec, TypicalConfig
 
 
@@ -103,3 +106,20 @@ def packed_rows(cum: list[int], b: int) -> tuple[int, int]:
     """``(start, length)`` of batch ``b`` in a packed axis from cumulative end offsets ``cum``."""
     start = cum[b - 1] if b > 0 else 0
     return start, cum[b] - start
+
+
+def schedule_counts(sched: Schedule, aic_ref: str) -> list[Decision]:
+    """The count rows of a schedule (``core_waves``, ``occupancy``, ``longest_chain``), for the counts table."""
+    source = f"devices.yaml {aic_ref}; dynamic placement (PyPTO docs pypto-jit.md, device_sched_mode)"
+    return [
+        Decision(name="core_waves", value=sched.waves,
+                 basis=text("sched.count.waves", roots=sched.roots, cores=sched.cores, full=sched.full_waves,
+                            tail=sched.tail_roots), source=source),
+        Decision(name="occupancy", value=sched.occupancy,
+                 basis=text("sched.count.occupancy", roots=sched.roots, waves=sched.waves, cores=sched.cores),
+                 source=source),
+        Decision(name="longest_chain", value=sched.longest_chain,
+                 basis=text("sched.count.chain", basis=sched.chain_basis, steps=sched.steps, cores=sched.cores,
+                            rounds=sched.step_rounds), source="the plan's loop nest (KV steps of one root depend on "
+                                                               "each other; roots are independent)"),
+    ]

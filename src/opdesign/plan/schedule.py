@@ -57,21 +57,3 @@ def schedule(cores: int, roots: int, steps: int, longest_chain: int, chain_basis
                     tail_roots=tail, occupancy=round(occupancy, 4), longest_chain=longest_chain,
                     mean_chain=round(mean, 3), step_rounds=rounds, chain_basis=chain_basis, note=note)
 
-
-def schedule_counts(sched: Schedule, aic_ref: str) -> list:
-    """The count rows of a schedule (``core_waves``, ``occupancy``, ``longest_chain``), for the counts table."""
-    from opdesign.plan.models import Decision  # the models import this module
-
-    source = f"devices.yaml {aic_ref}; dynamic placement (PyPTO docs pypto-jit.md, device_sched_mode)"
-    return [
-        Decision(name="core_waves", value=sched.waves,
-                 basis=text("sched.count.waves", roots=sched.roots, cores=sched.cores, full=sched.full_waves,
-                            tail=sched.tail_roots), source=source),
-        Decision(name="occupancy", value=sched.occupancy,
-                 basis=text("sched.count.occupancy", roots=sched.roots, waves=sched.waves, cores=sched.cores),
-                 source=source),
-        Decision(name="longest_chain", value=sched.longest_chain,
-                 basis=text("sched.count.chain", basis=sched.chain_basis, steps=sched.steps, cores=sched.cores,
-                            rounds=sched.step_rounds), source="the plan's loop nest (KV steps of one root depend on "
-                                                               "each other; roots are independent)"),
-    ]

@@ -23,7 +23,8 @@ from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.hardware import hardware
-from opdesign.plan.schedule import schedule, schedule_counts
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.pins import TilePins
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align

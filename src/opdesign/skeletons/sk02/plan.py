@@ -48,7 +48,8 @@ from opdesign.plan.fields import check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.core import text
 from opdesign.plan.hardware import hardware
-from opdesign.plan.schedule import schedule, schedule_counts
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.models import (
     Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, FormCheck, LoopRow, Module, Plan, TensorSpec, Unroll,
     VecTile,

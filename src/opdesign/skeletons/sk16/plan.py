@@ -33,7 +33,8 @@ from opdesign.plan.fields import check_supported, spec_echo
 from opdesign.plan.config import documented
 from opdesign.plan.core import text
 from opdesign.plan.hardware import hardware
-from opdesign.plan.schedule import schedule, schedule_counts
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.interfaces import NP_DTYPE
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk16.budget import budgets, expansion
