@@ -30,8 +30,13 @@ PUBLIC = {
     "950PR_957x.ini": {"SoC_version": "Ascend950PR_9579", "NpuArch": "3510", "cube_core_cnt": 28,
                        "vector_core_cnt": 56},
 }
+# PyPTO 0.2.0's lib/configs/A2A3.ini (byte-identical to the file at tag r0.2.0, d1c290f36), as recorded; the
+# pypto-marked test below reads the installed file itself.
+PUBLIC["A2A3.ini"] = {"SoC_version": "Ascend910B1", "NpuArch": "2201", "cube_core_cnt": 24, "vector_core_cnt": 48,
+                      "ub_size": 196608, "l1_size": 524288, "l0_a_size": 65536, "l0_b_size": 65536,
+                      "l0_c_size": 131072}
 #: devices.yaml profile -> the platform file it cites.
-PROFILE_FILE = {"a3": "910PR_9363.ini", "a5": "950PR_958x.ini", "a5/950PR_957x": "950PR_957x.ini"}
+PROFILE_FILE = {"a2": "A2A3.ini", "a3": "910PR_9363.ini", "a5": "950PR_958x.ini", "a5/950PR_957x": "950PR_957x.ini"}
 
 
 def _expected(figures: dict) -> dict:
@@ -51,8 +56,8 @@ def _expected(figures: dict) -> dict:
 
 @pytest.mark.parametrize("name", sorted(PROFILE_FILE))
 def test_public_source_figures_are_the_recorded_ones(name: str) -> None:
-    """a3 (910PR_9363.ini) and a5 (950PR_958x.ini / 950PR_957x.ini): each figure equals the recorded value of the
-    file it cites, and its source names that file and key=value."""
+    """a2 (A2A3.ini), a3 (910PR_9363.ini) and a5 (950PR_958x.ini / 950PR_957x.ini): each figure equals the
+    recorded value of the file it cites, and its source names that file and key=value."""
     device = load_catalog().device(name)
     figures = PUBLIC[PROFILE_FILE[name]]
     expected = _expected(figures)
