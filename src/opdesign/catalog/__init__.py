@@ -23,10 +23,11 @@ from opdesign.catalog.models import (
     ConfigRec,
     Constraint,
     DeviceProfile,
+    SimPlatform,
 )
 
 __all__ = [
     "ALIGN_KEYS", "CARD_DIRS", "CONSTRAINT_FILES", "DEVICE_FIGURES", "INDEX_COLUMNS", "Card", "CardRule", "Catalog",
-    "ConfigRec", "Constraint", "DeviceProfile", "index_mismatches", "load_catalog", "load_catalog_from", "read_index",
+    "ConfigRec", "Constraint", "DeviceProfile", "SimPlatform", "index_mismatches", "load_catalog", "load_catalog_from", "read_index",
     "rule_rows",
 ]
