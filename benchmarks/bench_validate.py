@@ -15,6 +15,12 @@ memo nor a kept tree serves any of them; validated in one process (in-process CP
 first) and in one `opdesign validate --format json` run (child CPU). With --strict
 exits 1 when a target is missed (one design: median < 0.3 s; 200 designs < 10 s)
 or when a design has an error- or warning-level finding.
+
+`throughput` (issue 33): the same --distinct designs through the command line as a repository would
+run it: `opdesign validate -j 2` first with no cache (`--no-cache`), then first sight writing
+`.opdesign_cache/` (an empty cache), then again from that cache; each as designs per second of wall
+time and per CPU-second (the CLI process and its workers). Targets: >= 45 designs/s first sight with
+-j 2, >= 500 designs/s from the cache. The machine's 1-minute load average is printed with them.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_ONE_S = 0.3
 TARGET_MANY_S = 10.0
 TARGET_IN_PROCESS_MS = 10.0
+TARGET_FIRST_SIGHT_PER_S = 45.0
+TARGET_CACHED_PER_S = 500.0
 
 
 def _generate(out: Path) -> list[Path]:
@@ -91,7 +99,8 @@ def _first_sight_bulk(folders: list[Path], root: Path) -> dict:
     start = time.process_time()
     report = validate_paths(folders)
     in_process = 1000 * (time.process_time() - start) / len(folders)
-    wall, cpu, proc = _run(["--format", "json", *[str(f.relative_to(root)) for f in folders]], root)
+    wall, cpu, proc = _run(["--no-cache", "-j", "1", "--format", "json", *[str(f.relative_to(root)) for f in folders]],
+                           root)
     cli = json.loads(proc.stdout)
     return {"designs": len(folders), "distinct_files": len({(f / "DESIGN.md").read_bytes() for f in folders}),
             "in_process_cpu_ms_per_design": round(in_process, 2),
@@ -99,6 +108,28 @@ def _first_sight_bulk(folders: list[Path], root: Path) -> dict:
             "cli_wall_ms_per_design": round(1000 * wall / len(folders), 2),
             "target_ms": TARGET_IN_PROCESS_MS, "summary": report.summary.model_dump(),
             "cli_summary": cli["summary"]}
+
+
+def _throughput(folders: list[Path], root: Path, jobs: int = 2) -> dict:
+    """Designs per second (wall and CPU) of `opdesign validate -j N` over ``folders``: without the cache,
+    first sight into an empty cache, and from the cache."""
+    names = [str(f.relative_to(root)) for f in folders]
+    shutil.rmtree(root / ".opdesign_cache", ignore_errors=True)
+    out: dict = {"designs": len(folders), "jobs": jobs, "load_average_1min_before": round(os.getloadavg()[0], 2)}
+    summaries = {}
+    for label, extra in (("first_sight_no_cache", ["--no-cache"]), ("first_sight_writing_cache", []),
+                         ("cached", [])):
+        wall, cpu, proc = _run(["-j", str(jobs), "--format", "json", *extra, *names], root)
+        summaries[label] = json.loads(proc.stdout)["summary"]
+        out[label] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                      "designs_per_s": round(len(folders) / wall, 1),
+                      "designs_per_cpu_s": round(len(folders) / cpu, 1) if cpu else None}
+    out["load_average_1min_after"] = round(os.getloadavg()[0], 2)
+    out["cache_files"] = sum(1 for _ in (root / ".opdesign_cache").rglob("*.json"))
+    out["same_summary"] = len({json.dumps(s, sort_keys=True) for s in summaries.values()}) == 1
+    out["summary"] = summaries["cached"]
+    out["targets_designs_per_s"] = {"first_sight": TARGET_FIRST_SIGHT_PER_S, "cached": TARGET_CACHED_PER_S}
+    return out
 
 
 def _cpu() -> float:
@@ -140,6 +171,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10, help="repetitions of the one-design run")
     parser.add_argument("--designs", type=int, default=200, help="designs in the batch run")
     parser.add_argument("--distinct", type=int, default=1000, help="distinct designs of the first-sight bulk run")
+    parser.add_argument("--jobs", type=int, default=2, help="-j of the throughput runs")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,13 +183,15 @@ def main() -> int:
             shutil.copytree(generated[i % len(generated)], target)
             batch.append(str(target.relative_to(root)))
         one = str(generated[0].relative_to(root))
-        _run([one], root)  # warm the file cache and __pycache__
-        runs = [_run([one], root) for _ in range(args.runs)]
+        _run(["--no-cache", one], root)  # warm the file cache and __pycache__
+        runs = [_run(["--no-cache", one], root) for _ in range(args.runs)]
         times, cpus = [r[0] for r in runs], [r[1] for r in runs]
-        many_s, many_cpu, proc = _run(["--format", "json", *batch], root)
+        many_s, many_cpu, proc = _run(["--no-cache", "--format", "json", *batch], root)
         report = json.loads(proc.stdout)
         in_process = _in_process(generated, batch, root)
-        bulk = _first_sight_bulk(_distinct(generated + _candidates(root), args.distinct, root), root)
+        distinct = _distinct(generated + _candidates(root), args.distinct, root)
+        bulk = _first_sight_bulk(distinct, root)
+        throughput = _throughput(distinct, root, args.jobs)
     figures = {
         "one_design_s": {"median": round(statistics.median(times), 3), "min": round(min(times), 3),
                          "max": round(max(times), 3), "cpu_median": round(statistics.median(cpus), 3),
@@ -167,13 +201,16 @@ def main() -> int:
                   "per_design_cpu_ms": round(1000 * many_cpu / args.designs, 2)},
         "in_process": in_process,
         "first_sight_bulk": bulk,
+        "throughput": throughput,
         "load_average_1min": round(os.getloadavg()[0], 2),
         "batch_summary": report["summary"],
         "python": sys.version.split()[0],
     }
     print(json.dumps(figures, indent=2))
     missed = (statistics.median(times) >= TARGET_ONE_S or many_s >= TARGET_MANY_S
-              or report["summary"]["error"] or report["summary"]["warning"])
+              or report["summary"]["error"] or report["summary"]["warning"]
+              or throughput["first_sight_writing_cache"]["designs_per_s"] < TARGET_FIRST_SIGHT_PER_S
+              or throughput["cached"]["designs_per_s"] < TARGET_CACHED_PER_S)
     return 1 if args.strict and missed else 0
 
 

@@ -11,10 +11,11 @@ YAML with its provenance (SPECs, PyPTO release, date, the rho before and after).
     PYTHONPATH=src /work/venv-pypto/bin/python scripts/calibrate_costmodel.py --spec S [--spec S ...] [--k 6] [--write]
     PYTHONPATH=src python scripts/calibrate_costmodel.py --from-json RUN.json [--write]   # reuse a --sim run
     PYTHONPATH=src python scripts/calibrate_costmodel.py --from-json benchmarks/data/calibration_runs.json \
-        --transfers benchmarks/data/sim_transfers.json --sim-cube-cores 24     # the committed calibration.yaml
+        --transfers benchmarks/data/sim_transfers.json     # the committed calibration.yaml
 
 ``--transfers`` keeps the SIM copy figures of ``scripts/measure_sim_transfers.py --json`` fixed during the
-fit, and ``--sim-cube-cores`` the AIC count SIM schedules on (not the device profile's). The depth grid
+fit. The units split over the device profile's aic_cores (devices.yaml: 24 on a2/a3, A2A3.ini
+cube_core_cnt, the cores SIM schedules on), the figure the plan uses too. The depth grid
 starts at 2: depth 1 would run a chain's KV steps with nothing in flight (interval = fill).
 
 Only a calibration.yaml that a real run of this script produced is to be committed.
@@ -66,9 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-runs", type=Path, help="write the SIM reports here (for --from-json)")
     parser.add_argument("--transfers", type=Path,
                         help="JSON of scripts/measure_sim_transfers.py --json: SIM copy figures, kept fixed in the fit")
-    parser.add_argument("--sim-cube-cores", type=int,
-                        help="AIC cores of PyPTO SIM's a2/a3 platform (0.2.0: lib/configs/A2A3.ini [SoCInfo] "
-                             "cube_core_cnt), kept fixed in the fit as CostParams.cube_cores for a2 and a3")
     parser.add_argument("--write", action="store_true", help=f"write {calibration_path().relative_to(ROOT)}")
     args = parser.parse_args(argv)
     reports = {str(p): _simulate(p, args.k, args.timeout) for p in args.spec}
@@ -86,8 +84,6 @@ def main(argv: list[str] | None = None) -> int:
 
     measured = json.loads(args.transfers.read_text()) if args.transfers else None
     base = CostParams(**measured["params"]) if measured else CostParams()
-    if args.sim_cube_cores:
-        base = base.model_copy(update={"cube_cores": {"a2": args.sim_cube_cores, "a3": args.sim_cube_cores}})
     fit = fit_params(samples, _rescore, base)
     for row in fit["table"]:
         print(f"task_overhead_cycles {row['task_overhead_cycles']:>8} step_dispatch_cycles "
@@ -105,10 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                     "not_fitted": {"stream_switch_cycles": "the generated kernel runs one stream",
                                    **({k: f"measured from {measured['traces']} PyPTO SIM pipe traces by "
                                           "scripts/measure_sim_transfers.py" for k in measured["params"]}
-                                      if measured else {}),
-                                   **({"cube_cores": "PyPTO SIM's a2/a3 platform: lib/configs/A2A3.ini [SoCInfo] "
-                                                     "cube_core_cnt (Ascend910B1); its swim trace lists as many AIC "
-                                                     "cores"} if args.sim_cube_cores else {})}},
+                                      if measured else {})}},
             "provenance": {"script": "scripts/calibrate_costmodel.py", "pypto": sorted(versions),
                            "date": datetime.date.today().isoformat(),
                            "specs": {Path(k).name: {"simulated": sum(1 for r in v["rows"] if r.get("sim_us")),

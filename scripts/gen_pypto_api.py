@@ -45,6 +45,8 @@ HEADER = """\
 # unless listed in positional_only. var_keyword_names = the only keys a **kwargs
 # callable reads (from its source: kwargs.get/pop/[...] and **kwargs forwarded to
 # a pypto function with such a list); any other keyword is silently ignored.
+# returns = the kind of value the return annotation names (tensor, scalar, none, dict,
+# list, tuple, bool, int, float, str, iterator, object); absent: not annotated.
 # Value classes (Tensor, SymbolicScalar, Element) list their methods/properties
 # under value_classes.
 """
@@ -60,8 +62,12 @@ def _is_pypto_object(obj: Any) -> bool:
     return str(mod).startswith("pypto")
 
 
-def _signature(obj: Any) -> dict[str, Any]:
+def _signature(obj: Any, drop_self: bool = False) -> dict[str, Any]:
     """Parameters of a callable, grouped by kind, or ``signature: unknown``.
+
+    ``drop_self``: leave out a first parameter named ``self`` (a method of a value class, called on an
+    instance). A module function keeps it: ``pypto.hypot(self, other)`` takes ``self`` by position or
+    keyword like any other parameter (dropping it shifted every later name by one).
 
     ``positional``: names that may be passed by position (positional-only ones
     are also listed in ``positional_only``); ``keyword_only``: names after ``*``;
@@ -74,8 +80,8 @@ def _signature(obj: Any) -> dict[str, Any]:
         return {"signature": "unknown"}
     out: dict[str, Any] = {"positional": [], "keyword_only": [], "required": []}
     pos_only: list[str] = []
-    for p in sig.parameters.values():
-        if p.name == "self":
+    for i, p in enumerate(sig.parameters.values()):
+        if drop_self and i == 0 and p.name == "self":
             continue
         if p.kind is inspect.Parameter.VAR_POSITIONAL:
             out["var_positional"] = True
@@ -93,29 +99,100 @@ def _signature(obj: Any) -> dict[str, Any]:
             out["required"].append(p.name)
     if pos_only:
         out["positional_only"] = pos_only
+    if sig.return_annotation is not inspect.Signature.empty:
+        out["returns"] = return_kind(_annotation_text(sig.return_annotation))
     return {k: v for k, v in out.items() if v not in ([], None)}
 
 
-def _kwargs_names(obj: Any, seen: frozenset[str] = frozenset()) -> list[str] | None:
-    """The keys a ``**kwargs`` callable reads, from its source, or None when that is not closed.
+def _annotation_text(annotation: Any) -> str:
+    """An annotation as source-like text (``Tensor``, ``Dict[str, int]``, ``None``)."""
+    if isinstance(annotation, str):
+        return annotation
+    if annotation is None or annotation is type(None):
+        return "None"
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
 
-    Closed means every use of the ``**kwargs`` name is ``kwargs.get("k", ...)``, ``kwargs.pop("k", ...)``,
-    ``kwargs["k"]`` (read or write) or ``"k" in kwargs``, or ``**kwargs`` passed on to a module function
-    whose own keys are closed (``loop_unroll`` forwards to ``loop``). ``pypto.loop`` reads its options
-    with ``kwargs.get``, so a misspelt ``unroll_List=`` is silently ignored: the list lets a linter say so.
-    """
+
+#: what a callable returns, by the outer name of its return annotation (the last dotted part)
+_RETURN_KINDS = {"Tensor": "tensor", "SymbolicScalar": "scalar", "None": "none", "NoneType": "none",
+                 "dict": "dict", "Dict": "dict", "Mapping": "dict", "list": "list", "List": "list",
+                 "tuple": "tuple", "Tuple": "tuple", "Sequence": "list", "bool": "bool", "int": "int",
+                 "float": "float", "str": "str", "Iterator": "iterator", "Generator": "iterator",
+                 "Iterable": "iterator"}
+
+
+def return_kind(text: str) -> str:
+    """The kind of value a return annotation names: ``tensor``, ``scalar``, ``none``, ``dict``, ``list``,
+    ``tuple``, ``bool``, ``int``, ``float``, ``str``, ``iterator`` or ``object`` (anything else: a class
+    instance). ``Optional[X]`` / ``X | None`` is X's kind; ``Union`` of different kinds is ``object``.
+    A linter types a ``pypto.*`` call's result as a tensor only when this says ``tensor``."""
+    text = text.strip().strip("'\"")
+    if text.startswith("Optional[") and text.endswith("]"):
+        return return_kind(text[len("Optional["):-1])
+    if text.startswith("Union[") and text.endswith("]"):
+        kinds = {return_kind(part) for part in _top_level_split(text[len("Union["):-1])} - {"none"}
+        return kinds.pop() if len(kinds) == 1 else "object"
+    parts = _top_level_split(text, "|")
+    if len(parts) > 1:
+        kinds = {return_kind(part) for part in parts} - {"none"}
+        return kinds.pop() if len(kinds) == 1 else "object"
+    outer = text.split("[", 1)[0].strip().rpartition(".")[2]
+    return _RETURN_KINDS.get(outer, "object")
+
+
+def _top_level_split(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _kwargs_names(obj: Any, seen: frozenset[str] = frozenset()) -> list[str] | None:
+    """The keys a ``**kwargs`` callable reads, from its source, or None when that is not closed
+    (:func:`kwargs_names_ast` on the callable's source; callees looked up in its module)."""
     try:
         source = textwrap.dedent(inspect.getsource(obj))
         tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError):
         return None
     fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if fn is None or fn.args.kwarg is None:
+    if fn is None:
+        return None
+    module = sys.modules.get(getattr(obj, "__module__", ""), None)
+
+    def callee_keys(name: str, seen_now: frozenset[str]) -> list[str] | None:
+        callee = getattr(module, name, None)
+        qual = getattr(callee, "__qualname__", "")
+        return _kwargs_names(callee, seen_now | {qual}) if callee is not None and qual not in seen_now else None
+
+    return kwargs_names_ast(fn, callee_keys, seen)
+
+
+def kwargs_names_ast(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     callee_keys: Any, seen: frozenset[str] = frozenset()) -> list[str] | None:
+    """The keys the ``**kwargs`` of function node ``fn`` reads, or None when that is not closed.
+
+    Closed means every use of the ``**kwargs`` name is ``kwargs.get("k", ...)``, ``kwargs.pop("k", ...)``,
+    ``kwargs["k"]`` (read or write) or ``"k" in kwargs``, or ``**kwargs`` passed on to a module function
+    whose own keys are closed (``loop_unroll`` forwards to ``loop``; ``callee_keys(name, seen)`` gives
+    them). ``pypto.loop`` reads its options with ``kwargs.get``, so a misspelt ``unroll_List=`` is
+    silently ignored: the list lets a linter say so.
+    """
+    if fn.args.kwarg is None:
         return None
     kw = fn.args.kwarg.arg
     names: set[str] = set()
     allowed: set[int] = set()
-    module = sys.modules.get(getattr(obj, "__module__", ""), None)
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == kw:
@@ -136,9 +213,7 @@ def _kwargs_names(obj: Any, seen: frozenset[str] = frozenset()) -> list[str] | N
         elif isinstance(node, ast.Call):
             for k in node.keywords:
                 if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kw:
-                    callee = getattr(module, node.func.id, None) if isinstance(node.func, ast.Name) else None
-                    name = getattr(callee, "__qualname__", "")
-                    inner = _kwargs_names(callee, seen | {name}) if callee is not None and name not in seen else None
+                    inner = callee_keys(node.func.id, seen) if isinstance(node.func, ast.Name) else None
                     if inner is None:
                         return None
                     names.update(inner)
@@ -175,7 +250,7 @@ def _class_members(cls: type) -> dict[str, Any]:
         elif isinstance(raw, classmethod):
             out[name] = {"kind": "classmethod", **_signature(value)}
         elif callable(value):
-            out[name] = {"kind": "method", **_signature(value)}
+            out[name] = {"kind": "method", **_signature(value, drop_self=True)}
         else:
             out[name] = {"kind": "attribute", "type": type(value).__name__}
     return out
@@ -192,6 +267,7 @@ def describe(name: str, obj: Any) -> dict[str, Any] | None:
         if members is not None:
             return {"kind": "enum", "members": members}
         entry: dict[str, Any] = {"kind": "class", **_signature(obj)}
+        entry.pop("returns", None)  # calling a class gives an instance of it, whatever __init__ says
         if name in VALUE_CLASSES:
             entry["members_in"] = "value_classes"
         return entry

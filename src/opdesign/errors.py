@@ -3,7 +3,8 @@
 Every error opdesign raises on purpose is an :class:`OpdesignError` with a
 stable ``code`` (used in JSON tool errors) and an ``exit_code`` (used by the
 CLI). Exit codes: 0 success, 1 findings at error level / failed self-check,
-2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments, a closed,
+2 unusable input (bad SPEC, missing file, refused overwrite, bad arguments, a bad configuration
+file: ``config_invalid``, a closed,
 full or broken stdout / stderr: ``io_error``),
 3 internal error (a bug; the message says so).
 """
@@ -24,7 +25,7 @@ class OpdesignError(Exception):
 
     code = "error"
     exit_code = EXIT_INPUT
-    #: what the code means, for the agent tools' error table (``opdesign.agent.base.ERROR_CODES``)
+    #: what the code means, for the agent tools' error table (``generated``)
     meaning = ""
 
     def __init__(self, message: str, details: Any = None) -> None:
@@ -77,6 +78,14 @@ class InputError(OpdesignError):
 
     code = "invalid_input"
     meaning = "the request is not a JSON object, breaks the tool's input schema, or an argument is unusable"
+
+
+class ConfigError(OpdesignError):
+    """The ``opdesign validate`` configuration (``[tool.opdesign]`` in pyproject.toml, or opdesign.toml)
+    has an unknown key, a value of the wrong type, an unknown rule id or an unknown target; the message
+    names the file and the key."""
+
+    code = "config_invalid"
 
 
 class PathOutsideRootError(OpdesignError):

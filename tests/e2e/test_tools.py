@@ -71,7 +71,7 @@ def test_file_inputs_use_the_documented_names():
     props = {name: set(t.input_schema()["properties"]) for name, t in TOOLS.items()}
     assert props["estimate_design"] == {"spec_path"}
     assert props["new_design"] == {"spec_path", "out_dir", "lang", "force", "candidate", "tiles"}
-    assert props["validate_design"] == {"design_path", "text", "interfaces_text"}
+    assert props["validate_design"] == {"design_path", "text", "interfaces_text", "target_pypto"}
     assert props["estimate_golden"] == {"golden_path", "function", "state_groups", "cross_tile_reduce"}
     assert props["spec_schema"] == set()
     text = TOOLS["validate_design"].input_schema()["properties"]["text"]

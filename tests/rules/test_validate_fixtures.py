@@ -21,7 +21,9 @@ ENGINE_ONLY = {"OD-DOC-10": "test_validate_api.py::test_a_crashing_check_is_repo
                "OD-PC-05": "tests/fixtures/common/rules/OD-PC-05.yaml",
                # the code rules (kernel .py and pseudocode): per-rule case files and the kernel mutation test
                **{f"OD-KN-0{n}": f"tests/fixtures/common/rules/OD-KN-0{n}.yaml, tests/unit/validate/test_kernel_lint.py"
-                  for n in range(1, 8)}}
+                  for n in range(1, 9)},
+               # the online-softmax rescale (issue 33): its case file, kernel mutations and generated kernels
+               "AT-01-R3": "tests/fixtures/common/rules/AT-01-R3.yaml, tests/unit/validate/test_kernel_lint.py"}
 
 
 def test_every_rule_has_a_failing_fixture() -> None:

@@ -192,10 +192,11 @@ class ValidateDesignInput(ToolInput):
     design_path: str | None = Field(None, min_length=1, max_length=4096,
                                     description="a DESIGN.md, a PyPTO kernel .py or an operator folder (its "
                                                 "DESIGN.md and *_kernel.py / *_impl.py), relative to the tool root")
-    text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
-                             description="inline DESIGN.md text (instead of design_path)")
+    text: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="inline DESIGN.md text (instead of design_path)")
     interfaces_text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
                                         description="inline eval/module_interfaces.yaml text (only with text)")
+    target_pypto: str | None = Field(None, min_length=1, max_length=64, description="the PyPTO release (0.2.0) or "
+                                     "source commit prefix the kernel code is checked against (default: pinned)")
 
     @model_validator(mode="after")
     def _one_source(self) -> ValidateDesignInput:
@@ -211,13 +212,13 @@ def _report_model() -> type[BaseModel]:
 
 
 def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
+    target = require_library("opdesign.catalog.pypto_api", "check_target")(args.target_pypto)  # unknown: invalid_input
     if args.text is not None:
-        size = len(args.text.encode("utf-8", "surrogatepass"))
-        if size > MAX_TEXT_BYTES:
+        if (size := len(args.text.encode("utf-8", "surrogatepass"))) > MAX_TEXT_BYTES:
             raise TooLargeError(f"validate_design: text: {size} bytes in UTF-8, over the limit of {MAX_TEXT_BYTES}",
                                 {"field": "text", "bytes": size, "limit": MAX_TEXT_BYTES})
         validate_text = require_library("opdesign.workflows.validate", "validate_text")
-        return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text)
+        return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text, target_pypto=target)
     from opdesign.errors import OpdesignError
     from opdesign.workflows.validate import (DESIGN_NAME, INTERFACES_PATH, Unusable, kernel_findings_loaded,
                                              validate_loaded)
@@ -228,7 +229,7 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
         if res.kind != "dir" and args.design_path.endswith(".py"):  # a kernel source: the code rules only
             name = str(root.path.joinpath(*res.names))
             data = read_fd(res.fd, MAX_TEXT_BYTES, args.design_path, "design_path")
-            return Report.build([name], kernel_findings_loaded(name, data))
+            return Report.build([name], kernel_findings_loaded(name, data, target))
         if res.kind == "dir":
             kernels = _folder_kernels(root, res)
             try:
@@ -253,7 +254,7 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
                     iface = None
                 except (InputError, OpdesignError) as err:
                     iface = Unusable(err.message.split(": ", 1)[-1])
-    return validate_loaded(name, data, iface_name, iface, kernels)
+    return validate_loaded(name, data, iface_name, iface, kernels, target)
 
 
 def _folder_kernels(root: Root, folder: Resolved) -> list[tuple[str, bytes | Unusable]]:

@@ -6,7 +6,7 @@ JSON object out:
 
 * result: the tool's output model serialised with ``model_dump(mode="json")``;
 * error: ``{"error": {"code", "message", "details"}}`` with a code from
-  :data:`~opdesign.agent.base.ERROR_CODES` (``tool call`` exits 2).
+  :data:`~generated` (``tool call`` exits 2).
 
 Inputs are checked against the tool's input JSON Schema (jsonschema) before the
 tool runs. Paths are relative to the tool root (:class:`~opdesign.agent.base.Root`);

@@ -14,7 +14,7 @@ from typing import Any
 
 _LOADER = ("Catalog", "index_mismatches", "load_catalog", "load_catalog_from", "read_index", "rule_rows")
 _MODELS = ("ALIGN_KEYS", "CARD_DIRS", "CONSTRAINT_FILES", "DEVICE_FIGURES", "INDEX_COLUMNS", "Card", "CardRule",
-           "ConfigRec", "Constraint", "DeviceProfile")
+           "ConfigRec", "Constraint", "DeviceProfile", "SimPlatform")
 
 __all__ = sorted(_LOADER + _MODELS)
 

@@ -19,10 +19,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from opdesign.catalog.models import (
-    CARD_DIRS, CONSTRAINT_FILES, INDEX_COLUMNS, Card, Constraint, DeviceProfile, _ConstraintTable, _DeviceFile, _lookup,
+    CARD_DIRS, CONSTRAINT_FILES, INDEX_COLUMNS, Card, Constraint, DeviceProfile, SimPlatform, _ConstraintTable, _DeviceFile,
+    _lookup,
 )  # fmt: skip
 from opdesign.catalog.store import load_cached
-from opdesign.errors import CatalogError
+from opdesign.errors import CatalogError, NotFoundError
 from opdesign.io.paths import data_dir
 
 
@@ -117,12 +118,23 @@ def _load_constraints(constraints_dir: Path) -> dict[str, Constraint]:
     return dict(sorted(found.items()))
 
 
-def _load_devices(constraints_dir: Path) -> dict[str, DeviceProfile]:
+def _load_devices(constraints_dir: Path) -> tuple[dict[str, DeviceProfile], SimPlatform]:
+    """Profiles by lower-case name: each family (``a2``: its default SKU), ``family/SKU`` for the default
+    SKU and for every SKU of ``skus`` (its own figures over the family's, with their own sources)."""
     table = _read_table(constraints_dir, "devices.yaml", _DeviceFile)
-    return {
-        name: DeviceProfile(**entry.model_dump(), name=name)
-        for name, entry in sorted(table.devices.items())
-    }
+    found: dict[str, DeviceProfile] = {}
+    for family, entry in sorted(table.devices.items()):
+        base = entry.model_dump(exclude={"skus"})
+        found[family] = DeviceProfile(**base, name=family, family=family)
+        found[f"{family}/{entry.sku}".lower()] = DeviceProfile(**base, name=f"{family}/{entry.sku}", family=family)
+        for sku, other in sorted(entry.skus.items()):
+            figures = other.overrides()
+            sources = {**entry.sources, **other.sources}
+            data = {**base, **figures, "sku": sku, "soc_version": other.soc_version, "platform": other.platform,
+                    "description": other.description or entry.description, "sources": sources}
+            found[f"{family}/{sku}".lower()] = DeviceProfile(**data, name=f"{family}/{sku}", family=family,
+                                                              overridden=tuple(figures))
+    return found, SimPlatform(**table.sim_platform.model_dump())
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,7 @@ class Catalog:
     cards: dict[str, Card]
     constraints: dict[str, Constraint]
     devices: dict[str, DeviceProfile]
+    sim_platform: SimPlatform
 
     def card(self, card_id: str) -> Card:
         """Return card ``card_id`` (``SK-01``, case-insensitive); NotFoundError lists known ids."""
@@ -142,17 +155,27 @@ class Catalog:
         return _lookup(self.constraints, constraint_id.strip().upper(), "constraint")
 
     def device(self, name: str) -> DeviceProfile:
-        """Return device profile ``name`` (``a2``, ``a3``, ``a5``); NotFoundError lists known names."""
-        return _lookup(self.devices, name.strip().lower(), "device")
+        """Return device profile ``name`` (``a2``, ``a3``, ``a5``: the family's default SKU, or ``family/SKU``
+        such as ``a5/950PR_957x``, case-insensitive); NotFoundError lists the families and the SKUs."""
+        key = name.strip().lower()
+        if key not in self.devices:
+            families = [d.name for d in self.devices.values() if d.name == d.family]
+            skus = [d.name for d in self.devices.values() if d.name != d.family]
+            known = families + skus
+            raise NotFoundError(f"unknown device {key!r}; known: {', '.join(families)} (SKUs: {', '.join(skus)})",
+                                {"known": known})
+        return self.devices[key]
 
 
 def load_catalog_from(patterns_dir: Path | str, constraints_dir: Path | str) -> Catalog:
     """Load (uncached) the catalog from explicit folders; raises CatalogError on malformed data."""
     constraints_dir = Path(constraints_dir)
+    devices, sim_platform = _load_devices(constraints_dir)
     return Catalog(
         cards=_load_cards(Path(patterns_dir)),
         constraints=_load_constraints(constraints_dir),
-        devices=_load_devices(constraints_dir),
+        devices=devices,
+        sim_platform=sim_platform,
     )
 
 

@@ -29,9 +29,12 @@ CARD_DIRS: dict[str, str] = {"skeleton": "skeletons", "atom": "atoms"}
 INDEX_COLUMNS = ("id", "title", "tags", "flow", "file")
 #: Scalar figures of a device profile; each needs an entry in ``sources``.
 DEVICE_FIGURES = (
-    "aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes",
+    "sku", "soc_version", "npu_arch", "aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes",
     "l0a_bytes", "l0b_bytes", "l0c_bytes", "cube_macs_per_cycle", "fp8_matmul", "ub_to_l1",
 )  # fmt: skip
+#: Figures a SKU of ``devices.yaml`` ``skus`` may override (the rest come from its family's default SKU).
+SKU_FIGURES = ("aic_cores", "aiv_per_aic", "ub_bytes", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes",
+               "cube_macs_per_cycle")
 #: Alignment entries every device profile must give (bytes).
 ALIGN_KEYS = ("ub", "l1", "l0a", "l0b", "l0c", "gm_burst")
 
@@ -166,8 +169,68 @@ class _ConstraintTable(_Model):
         return entries
 
 
+class _SkuEntry(_Model):
+    """Another SKU of a device family: only the figures that differ from the family's default SKU."""
+
+    description: str = ""
+    soc_version: Text
+    platform: Text
+    aic_cores: PositiveInt | None = None
+    aiv_per_aic: PositiveInt | None = None
+    ub_bytes: PositiveInt | None = None
+    l1_bytes: PositiveInt | None = None
+    l0a_bytes: PositiveInt | None = None
+    l0b_bytes: PositiveInt | None = None
+    l0c_bytes: PositiveInt | None = None
+    cube_macs_per_cycle: PositiveInt | None = None
+    sources: dict[str, Text]
+
+    @field_validator("sources")
+    @classmethod
+    def _all_sourced(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        figures = {"sku", "soc_version"} | {k for k in SKU_FIGURES if info.data.get(k) is not None}
+        missing, unknown = sorted(figures - set(sources)), sorted(set(sources) - figures)
+        if missing or unknown:
+            raise ValueError(f"each figure of the SKU needs a source: missing {missing}, not a figure {unknown}")
+        return sources
+
+    def overrides(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in SKU_FIGURES if getattr(self, k) is not None}
+
+
+class _SimPlatform(_Model):
+    """The one platform the pinned PyPTO release compiles and simulates on (its SIM topology)."""
+
+    release: Text
+    soc_version: Text
+    npu_arch: Text
+    aic_cores: PositiveInt
+    aiv_cores: PositiveInt
+    ub_bytes: PositiveInt
+    l1_bytes: PositiveInt
+    l0c_bytes: PositiveInt
+    sources: dict[str, Text]
+
+    @field_validator("sources")
+    @classmethod
+    def _all_sourced(cls, sources: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        figures = {"soc_version", "npu_arch", "aic_cores", "aiv_cores", "ub_bytes", "l1_bytes", "l0c_bytes"}
+        missing, unknown = sorted(figures - set(sources)), sorted(set(sources) - figures)
+        if missing or unknown:
+            raise ValueError(f"each figure needs a source: missing {missing}, not a figure {unknown}")
+        return sources
+
+
+class SimPlatform(_SimPlatform):
+    """``devices.yaml`` ``sim_platform``: what every compile, SIM and verify of the release runs on."""
+
+
 class _DeviceEntry(_Model):
     description: str = ""
+    sku: Text = Field(description="the SKU this profile describes (the family's default)")
+    soc_version: Text = Field(description="SoC_version of the platform file the figures come from")
+    npu_arch: Text = Field(description="NpuArch of that file, as PyPTO names it (DAV_2201, DAV_3510)")
+    platform: Text = Field(description="the platform file that describes the SKU")
     aic_cores: PositiveInt
     aiv_per_aic: PositiveInt
     ub_bytes: PositiveInt
@@ -182,6 +245,7 @@ class _DeviceEntry(_Model):
     ub_to_l1: bool = Field(description="the AIV hands a tile (P) straight from its UB to the AIC's L1; "
                                        "false: AIV and AIC exchange tiles through a GM workspace")
     sources: dict[str, Text]
+    skus: dict[str, _SkuEntry] = Field(default_factory=dict, description="other SKUs of the family")
 
     @field_validator("align_bytes")
     @classmethod
@@ -215,14 +279,23 @@ class DeviceProfile(_DeviceEntry):
     """
 
     name: Text
+    family: Text = Field(description="the profile family of devices.yaml (a2, a3, a5)")
+    overridden: tuple[str, ...] = Field((), description="figures the SKU gives itself (devices.yaml skus)")
 
     @property
     def aiv_cores(self) -> int:
         """Vector sub-blocks on the device: ``aic_cores * aiv_per_aic``."""
         return self.aic_cores * self.aiv_per_aic
 
+    def ref(self, figure: str) -> str:
+        """Where ``figure`` is written in devices.yaml: ``a5.aic_cores`` or ``a5.skus.950PR_957x.aic_cores``."""
+        if figure in self.overridden:
+            return f"{self.family}.skus.{self.sku}.{figure}"
+        return f"{self.family}.{figure}"
+
 
 class _DeviceFile(_Model):
+    sim_platform: _SimPlatform
     devices: dict[str, _DeviceEntry] = Field(min_length=1)
 
 

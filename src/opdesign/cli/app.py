@@ -196,6 +196,17 @@ def validate_cmd(
                                       metavar="PATH"),
     fmt: str = typer.Option("text", "--format", help="text, json or sarif", metavar="[text|json|sarif]",
                             autocompletion=lambda: ["text", "json", "sarif"]),
+    target_pypto: str = typer.Option(None, "--target-pypto", metavar="VERSION|COMMIT",
+                                     help="the PyPTO release or source commit the kernels are written for "
+                                          "(default: target-pypto of the configuration, else the pinned release)"),
+    jobs: int = typer.Option(None, "-j", "--jobs", min=1, metavar="N",
+                             help="worker processes over many paths (default: every core)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="neither read nor write .opdesign_cache/"),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even with error-level findings "
+                                                              "(unusable input still exits 2)"),
+    statistics: bool = typer.Option(False, "--statistics", help="one line per rule: count, id, level, first message"),
+    show_settings: bool = typer.Option(False, "--show-settings", help="print the settings resolved for the first "
+                                                                      "path and where they came from; check nothing"),
     quiet: bool = quiet_option(),
 ) -> None:
     """Check DESIGN.md files (with their eval/module_interfaces.yaml) and PyPTO kernel .py files against the rules.
@@ -203,12 +214,17 @@ def validate_cmd(
     A kernel .py is read with Python's ast (file lines); the code rules run on it (`opdesign rules ID`
     says which rules do).
 
+    Settings: [tool.opdesign] in pyproject.toml or an opdesign.toml, the nearest from each path upward
+    (keys select, ignore, per-file-ignores, target-pypto, exclude). In a .py, `# opdesign: disable=ID`
+    on a line or `# opdesign: disable-file=ID`; in DESIGN.md, `<!-- opdesign: disable=ID -->`.
+
     Exit 0 when no error-level finding, 1 when any, 2 when an input is unusable
-    (missing, unreadable, binary, not UTF-8, larger than 256 KiB).
+    (missing, unreadable, binary, not UTF-8, larger than 256 KiB) or the configuration is invalid.
     """
     from opdesign.cli.fast import validate_command
 
-    raise typer.Exit(validate_command(paths, fmt))
+    raise typer.Exit(validate_command(paths, fmt, target_pypto=target_pypto, jobs=jobs, no_cache=no_cache,
+                                      exit_zero=exit_zero, statistics=statistics, show_settings=show_settings))
 
 # === verify (optional extra: opdesign[pypto]) ===
 

@@ -31,7 +31,8 @@ _COUNT = re.compile(r"(0|[1-9][0-9]{0,8})")
 #: how many positional arguments it takes (None: one or more).
 _COMMANDS: dict[str, tuple[tuple[str, ...], dict[str, bool], int | None]] = {
     "golden": (("--json",), {"--function": False, "--state-groups": True, "--cross-tile-reduce": True}, 1),
-    "validate": ((), {"--format": False}, None),
+    "validate": (("--exit-zero", "--statistics", "--show-settings", "--no-cache"),
+                 {"--format": False, "--target-pypto": False, "-j": True, "--jobs": True}, None),
     "new": (("--force", "--uncalibrated"), {"--spec": False, "--out": False, "--lang": False}, 0),
 }
 #: click's shell-completion switch for the ``opdesign`` program (``_OPDESIGN_COMPLETE=bash_source``)
@@ -48,21 +49,43 @@ def golden_command(golden: Path, function: str | None, state_groups: int | None,
     echo(ascii_json(facts_json(facts)) if as_json else render_golden_text(facts))
 
 
-def validate_command(paths: list[str], fmt: str) -> int:
-    """``opdesign validate``: print the report in ``fmt``; the report's exit code."""
+def validate_command(paths: list[str], fmt: str, *, target_pypto: str | None = None, jobs: int | None = None,
+                     no_cache: bool = False, exit_zero: bool = False, statistics: bool = False,
+                     show_settings: bool = False) -> int:
+    """``opdesign validate``: print the report in ``fmt``; the report's exit code.
+
+    ``--show-settings``: print the settings resolved for the first path (and the file they came from)
+    and check nothing; ``--statistics``: one line per rule with its count instead of the findings (text);
+    ``--exit-zero``: exit 0 even with error-level findings (unusable input still exits 2, as ruff's
+    errors of its own do); ``-j N`` worker processes (default: every core); ``--no-cache``: neither
+    read nor write ``.opdesign_cache/``.
+    """
     from opdesign.errors import InputError
     from opdesign.validate.output import FORMATTERS
 
     if fmt not in FORMATTERS:
         raise InputError(f"--format: expected one of {', '.join(FORMATTERS)}, got {fmt!r}")
+    if jobs is not None and jobs < 1:
+        raise InputError(f"-j/--jobs: expected a count of 1 or more, got {jobs}")
+    from opdesign.validate.engine.bulk import default_cache, default_jobs
+    from opdesign.validate.engine.settings import discover
+
+    if show_settings:
+        echo(discover(paths[0]).with_target(target_pypto).describe(), nl=False)
+        return 0
+    from opdesign.validate.output import format_statistics, format_text
     from opdesign.workflows.validate import validate_paths
-    from opdesign.validate.output import format_text
 
     pause("validate")  # a test hook (OPDESIGN_PAUSE)
-    report = validate_paths(paths)
+    report = validate_paths(paths, target_pypto=target_pypto, jobs=default_jobs() if jobs is None else jobs,
+                            use_cache=default_cache() and not no_cache)
     quiet_text = fmt == "text" and is_quiet()  # the findings without the "checked N files" line
-    echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
-    return report.exit_code
+    if statistics and fmt == "text":
+        echo(format_statistics(report), nl=False)
+    else:
+        echo(format_text(report, summary=False) if quiet_text else FORMATTERS[fmt](report), nl=False)
+    code = report.exit_code
+    return 0 if exit_zero and code == 1 else code
 
 
 def _plain_path(arg: str) -> bool:
@@ -142,7 +165,12 @@ def fast_command(argv: list[str]) -> Callable[[], int] | None:
                 new_command(Path(options["--spec"]), options.get("--out"), options.get("--lang", DEFAULT_LANG),
                             "--force" in flags, None, None, "--uncalibrated" in flags)
                 return 0
-            return validate_command(positionals, options.get("--format", "text"))
+            jobs = options.get("--jobs", options.get("-j"))
+            return validate_command(positionals, options.get("--format", "text"),
+                                    target_pypto=options.get("--target-pypto"),
+                                    jobs=None if jobs is None else int(jobs), no_cache="--no-cache" in flags,
+                                    exit_zero="--exit-zero" in flags, statistics="--statistics" in flags,
+                                    show_settings="--show-settings" in flags)
         except EOFError:  # as click: a new line, then "aborted"
             say("")
             say("error: aborted")

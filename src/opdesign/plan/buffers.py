@@ -78,7 +78,7 @@ def l1_budget(device: DeviceProfile, cube: dict[str, CubeTile], cube_nbuffer: in
         name="MM2_LEFT_SIZE", bytes=c1.m[1] * c1.n[1] * p_bytes * KERNEL_TASK_NUM,
         formula=text("l1.mm2_left", m=c1.m[1], n=c1.n[1], p_bytes=p_bytes, tasks=KERNEL_TASK_NUM),
         source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"))
-    return make_budget("L1", items, device.l1_bytes, capacity_source=f"devices.yaml {device.name}.l1_bytes")
+    return make_budget("L1", items, device.l1_bytes, capacity_source=f"devices.yaml {device.ref('l1_bytes')}")
 
 
 def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
@@ -88,9 +88,9 @@ def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
     src = "C-TILE-03, C-TILE-05 L0 tiles"
     return [
         make_budget(f"L0A {tile.stage}", [BudgetItem(name="a_tile", bytes=m * k * b, formula=text("l0.a", b=b, m=m, k=k), source=src)],
-                    device.l0a_bytes, capacity_source=f"devices.yaml {device.name}.l0a_bytes"),
+                    device.l0a_bytes, capacity_source=f"devices.yaml {device.ref('l0a_bytes')}"),
         make_budget(f"L0B {tile.stage}", [BudgetItem(name="b_tile", bytes=k * n * b, formula=text("l0.b", b=b, k=k, n=n), source=src)],
-                    device.l0b_bytes, capacity_source=f"devices.yaml {device.name}.l0b_bytes"),
+                    device.l0b_bytes, capacity_source=f"devices.yaml {device.ref('l0b_bytes')}"),
         make_budget(f"L0C {tile.stage}", [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=text("l0.c", m=m, n=n), source=src + ", FP32 result")],
-                    device.l0c_bytes, capacity_source=f"devices.yaml {device.name}.l0c_bytes"),
+                    device.l0c_bytes, capacity_source=f"devices.yaml {device.ref('l0c_bytes')}"),
     ]

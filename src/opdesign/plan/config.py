@@ -7,6 +7,7 @@ from typing import Any
 from opdesign.catalog import Card
 from opdesign.plan.fields import batch_lengths
 from opdesign.plan.models import ConfigEntry, text
+from opdesign.plan.options import is_default, option_docs
 from opdesign.spec import Spec
 
 
@@ -46,4 +47,15 @@ def config_entries(spec: Spec, card: Card, fallback: Card | None = None,
             if e.key == "pass_options.vec_nbuffer_setting":
                 entries[i] = e.model_copy(update={"value": dict(deep),
                                                   "purpose": text("config.paged_vec_nbuffer", purpose=e.purpose)})
-    return config, entries
+    return config, [documented(e) for e in entries]
+
+
+def documented(entry: ConfigEntry) -> ConfigEntry:
+    """``entry`` with the meaning and doc page of constraints/pypto_options.yaml, and marked as the framework's
+    default when its value is the documented default."""
+    doc = option_docs().get(entry.key)
+    if doc is None or entry.meaning is not None:
+        return entry
+    default = is_default(entry.key, entry.value)
+    return entry.model_copy(update={"meaning": doc.meaning, "doc": doc.doc, "default": default,
+                                    "status": f"{entry.status} (framework default)" if default else entry.status})

@@ -8,7 +8,10 @@ from typing import Any
 
 from opdesign.errors import SpecError
 from opdesign.catalog.pypto_api import api_release
-from opdesign.spec import Spec
+from opdesign.plan.core import text
+from opdesign.plan.models import Decision
+from opdesign.plan.schedule import Schedule
+from opdesign.spec import Spec, TypicalConfig
 
 
 def check_supported(spec: Spec, supported: dict[str, tuple[str, ...]], what: str) -> None:
@@ -27,11 +30,30 @@ def spec_echo(spec: Spec) -> dict[str, Any]:
         "pypto_release": api_release(),
         "typical_configs": [
             {"name": c.name, "type": c.type, "priority": c.priority, "seed": c.seed, "note": c.note,
-             "shape": spec.config_shape(c).model_dump(exclude_none=True)}
+             "shape": spec.config_shape(c).model_dump(exclude_none=True), **latency_target(spec, c)}
             for c in spec.typical_configs
         ],
         "dynamic_axes": [{"name": a.name, "range": list(a.range), "uniform": a.uniform} for a in spec.dynamic_axes],
     }
+
+
+def latency_target(spec: Spec, config: TypicalConfig) -> dict[str, Any]:
+    """The latency target of a performance config, from the SPEC's ``performance`` block: its ``baseline_us``
+    (the fused vendor baseline), for a config at the SPEC's own shape (where the block's latencies are
+    measured). Empty when the SPEC gives no performance block, for a functional config, and for a config of
+    another shape."""
+    perf = spec.performance
+    if perf is None or config.type != "performance" or spec.config_shape(config) != spec.shape:
+        return {}
+    target, current = _number(perf.baseline_us), _number(perf.current_us)
+    return {"latency_target_us": target, "latency_current_us": current,
+            "latency_source": f"SPEC performance.baseline_us, the fused baseline at the SPEC's shape; current "
+                              f"{current} us, {perf.ratio:.1f}x the target"}
+
+
+def _number(value: float) -> int | float:
+    """A latency as written: an integral float as an int (16948.0 -> 16948)."""
+    return int(value) if float(value).is_integer() else value
 
 
 def batch_lengths(spec: Spec) -> dict[str, str]:
@@ -84,3 +106,20 @@ def packed_rows(cum: list[int], b: int) -> tuple[int, int]:
     """``(start, length)`` of batch ``b`` in a packed axis from cumulative end offsets ``cum``."""
     start = cum[b - 1] if b > 0 else 0
     return start, cum[b] - start
+
+
+def schedule_counts(sched: Schedule, aic_ref: str) -> list[Decision]:
+    """The count rows of a schedule (``core_waves``, ``occupancy``, ``longest_chain``), for the counts table."""
+    source = f"devices.yaml {aic_ref}; dynamic placement (PyPTO docs pypto-jit.md, device_sched_mode)"
+    return [
+        Decision(name="core_waves", value=sched.waves,
+                 basis=text("sched.count.waves", roots=sched.roots, cores=sched.cores, full=sched.full_waves,
+                            tail=sched.tail_roots), source=source),
+        Decision(name="occupancy", value=sched.occupancy,
+                 basis=text("sched.count.occupancy", roots=sched.roots, waves=sched.waves, cores=sched.cores),
+                 source=source),
+        Decision(name="longest_chain", value=sched.longest_chain,
+                 basis=text("sched.count.chain", basis=sched.chain_basis, steps=sched.steps, cores=sched.cores,
+                            rounds=sched.step_rounds), source="the plan's loop nest (KV steps of one root depend on "
+                                                               "each other; roots are independent)"),
+    ]

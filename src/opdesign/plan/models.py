@@ -21,7 +21,9 @@ from opdesign.plan.core import (  # noqa: F401  (re-exported: every model of a p
     _Model,
     text,
 )
+from opdesign.plan.hardware import Hardware
 from opdesign.plan.pins import TilePins
+from opdesign.plan.schedule import Schedule
 
 
 class Choice(_Model):
@@ -79,9 +81,14 @@ class ConfigEntry(_Model):
 
     key: str = Field(description="option, e.g. pass_options.cube_nbuffer_setting")
     value: Any = Field(description="its value")
-    status: str = Field(description="required or recommended")
-    purpose: Text = Field(description="what it does")
+    status: str = Field(description="required or recommended (the card's), '(framework default)' added when the "
+                                    "value is the documented default")
+    purpose: Text = Field(description="why the design sets it")
     source: str = Field(description="card configuration it comes from")
+    meaning: str | None = Field(None, description="what the option does, as PyPTO's docs define it "
+                                                  "(constraints/pypto_options.yaml); None: not documented there")
+    doc: str | None = Field(None, description="the PyPTO doc page the meaning follows")
+    default: bool = Field(False, description="the value is the framework's documented default")
 
 
 class Decision(_Model):
@@ -197,7 +204,11 @@ class Plan(_Model):
     fallback_from: str | None = Field(None, description="skeleton whose conditions failed, e.g. SK-02")
     passes: int = Field(1, description="passes over KV (backward: 1 or 2)")
     two_pass_reason: str | None = Field(None, description="the SPEC's reason for two passes (backward)")
-    balance: Balance | None = Field(None, description="multi-core split (causal / sliding window)")
+    balance: Balance | None = Field(None, description="FAI-style static split of q blocks over cores (causal / sliding "
+                                    "window / varlen), kept as data for the risks; PyPTO places tasks dynamically, so "
+                                    "the design prints the schedule instead")
+    schedule: Schedule | None = Field(None, description="waves, occupancy and the longest chain under PyPTO's dynamic "
+                                      "placement (opdesign.plan.schedule)")
     block_size: int | None = Field(None, description="paged KV page size (tokens)")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
                                           description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
@@ -237,6 +248,8 @@ class Plan(_Model):
     dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
     risks: list[Text] = Field(description="what can break the design, one sentence each")
     cv_handover: Text | None = Field(None, description="how P reaches the cube for C2 on this device (devices.yaml ub_to_l1)")
+    hardware: Hardware | None = Field(None, description="the SKU the design assumes, its platform file, and what the "
+                                      "release's SIM checks of it (opdesign.plan.hardware)")
     pypto_release: str = Field(description="the PyPTO release the kernel is written for (constraints/pypto_api.yaml)")
     design_checks: dict[str, CheckRow] = Field(default_factory=dict,
                                                description="verification rows by key (plan.checks), e.g. C-TILE-04")

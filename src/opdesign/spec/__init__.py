@@ -175,7 +175,8 @@ class Spec(_Strict):
     op_name: str = Field(description="Python identifier, at most 64 characters; used in code and file names")
     kind: Literal["attention"] = Field("attention", description="operator family: attention")
     direction: Literal["forward", "backward"] = Field("forward", description="forward (SK-01 / SK-02) or backward (SK-16)")
-    device: str = Field(description="profile name in constraints/devices.yaml")
+    device: str = Field(description="profile in constraints/devices.yaml: a family (a2, a3, a5: its default SKU) or "
+                                    "family/SKU (a2/910B1, a3/910C4, a5/950PR_958x, a5/950PR_957x), case-insensitive")
     dtype: Literal["bf16", "fp16", "fp32"] = Field(description="dtype of Q, K, V and the output")
     layout: Literal["BSND", "BNSD", "TND"] = Field(
         "BNSD", description="axis order of Q, K, V; TND packs variable-length batches: Q [T_q, num_heads, head_dim], "
@@ -229,12 +230,15 @@ class Spec(_Strict):
     @model_validator(mode="after")
     def _cross_fields(self) -> Spec:
         devices = load_catalog().devices
-        if self.device not in devices:
-            raise FieldError("device", f"unknown device {self.device!r}; known: {sorted(devices)}")
-        if self.quant == "fp8" and not devices[self.device].fp8_matmul:
-            fp8 = sorted(name for name, d in devices.items() if d.fp8_matmul)
+        device = devices.get(self.device.strip().lower())
+        if device is None:
+            known = sorted(d.name for d in devices.values())
+            raise FieldError("device", f"unknown device {self.device!r}; known: {known} (a family names its default "
+                                       "SKU, family/SKU another one; constraints/devices.yaml)")
+        if self.quant == "fp8" and not device.fp8_matmul:
+            fp8 = sorted(d.family for d in devices.values() if d.fp8_matmul and d.name == d.family)
             raise FieldError("quant", f"quant 'fp8' needs FP8 E4M3 matmul, which device {self.device!r} does not have "
-                              f"({devices[self.device].sources['fp8_matmul']}); use device {' or '.join(fp8)}, "
+                              f"({device.sources['fp8_matmul']}); use device {' or '.join(fp8)}, "
                               "or quant 'none'")
         if self.dtype in ("bf16", "fp16"):
             align = load_catalog().constraint("C-TILE-05").param("cube_align_elems")[self.dtype]

@@ -248,7 +248,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
             flagging them: the space of a design that keeps its form (``opdesign new``'s tuning).
     """
     params = params or CostParams()
-    ctx = context(spec, plan, params.cube_cores)
+    ctx = context(spec, plan)
     if include_rejected:
         c = enumerate_candidates(ctx)
         load = core_loads(ctx, c)

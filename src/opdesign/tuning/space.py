@@ -113,12 +113,12 @@ class Context:
     static_range: int  # the card's static_kv_max_tiles when the form is performance, else 0
     form_rules: tuple[str, str]  # the card's rule ids for form bits 1 and 2 (form_rule_ids)
     p_dtype: str  # C2 operand dtype (P cast target)
-    cube_cores: int  # AIC cores the units split over: the device's, or CostParams.cube_cores for it
+    cube_cores: int  # AIC cores the units split over: the device profile's aic_cores, the figure the plan uses
 
 
-def context(spec: Spec, plan: Plan, cube_cores: dict[str, int] | None = None) -> Context:
-    """The model's view of a SPEC and its plan; ``cube_cores`` (``CostParams.cube_cores``) overrides the
-    device profile's AIC count for the profiles it names."""
+def context(spec: Spec, plan: Plan) -> Context:
+    """The model's view of a SPEC and its plan; the units split over the profile's ``aic_cores`` (one figure
+    for the plan and the ranking: devices.yaml, from the platform file it cites)."""
     cat = load_catalog()
     card = cat.card(plan.skeleton.id)
     device = cat.device(spec.device)
@@ -126,7 +126,7 @@ def context(spec: Spec, plan: Plan, cube_cores: dict[str, int] | None = None) ->
                    static_range=card.param("static_kv_max_tiles") if plan.form == "performance" else 0,
                    form_rules=form_rule_ids(card),
                    p_dtype=plan.cube_tiles["C2"].operand_dtype,
-                   cube_cores=(cube_cores or {}).get(device.name, device.aic_cores))
+                   cube_cores=device.aic_cores)
 
 
 def _axis_choices(seq: int, planned: int) -> list[int]:

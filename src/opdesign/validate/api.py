@@ -173,6 +173,8 @@ class Context:
     declared_skeleton: str | None = None
     #: set for a kernel ``.py``: its :class:`opdesign.validate.parse.kernel_source.KernelSource`
     kernel: Any = None
+    #: the PyPTO release or commit the code is checked against (``--target-pypto``; None: the pinned release)
+    target_pypto: str | None = None
 
     def __getattribute__(self, name: str) -> Any:
         if name == "program":

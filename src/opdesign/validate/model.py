@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Level = Literal["error", "warning", "info"]
 LEVELS: tuple[Level, ...] = ("error", "warning", "info")
@@ -20,6 +20,15 @@ class Finding(BaseModel):
     message: str
     file: str = Field(description="the path as given (DESIGN.md or its eval/module_interfaces.yaml)")
     line: int = Field(ge=1, description="1-based line; 1 when the finding concerns the whole file")
+
+
+class SuppressedFinding(Finding):
+    """A finding a disable comment suppressed: :meth:`Report.build` keeps it out of the findings and the
+    summary; SARIF lists it with a ``suppressions`` entry (kind ``inSource``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suppressed_by: str = Field(description="the comment that suppressed it, with its line")
 
 
 class Summary(BaseModel):
@@ -44,12 +53,26 @@ class Report(BaseModel):
     files: list[str]
     findings: list[Finding]
     summary: Summary
+    #: findings suppressed by a disable comment (:class:`SuppressedFinding`): not in ``findings``, not in
+    #: JSON; SARIF lists them as suppressed results
+    _suppressed: list[SuppressedFinding] = PrivateAttr(default_factory=list)
 
     @classmethod
     def build(cls, files: list[str], findings: list[Finding]) -> Report:
-        ordered = sorted(set(findings), key=lambda f: (f.file, f.line, f.rule, f.message))
+        """A report of ``findings`` (the :class:`SuppressedFinding` among them go to :attr:`suppressed`)."""
+        key = lambda f: (f.file, f.line, f.rule, f.message)  # noqa: E731
+        kept = [f for f in findings if not isinstance(f, SuppressedFinding)]
+        ordered = sorted(set(kept), key=key)
         counts = {level: sum(1 for f in ordered if f.level == level) for level in LEVELS}
-        return cls(files=list(dict.fromkeys(files)), findings=ordered, summary=Summary(**counts))  # a path given twice counts once, as its findings do
+        report = cls(files=list(dict.fromkeys(files)), findings=ordered, summary=Summary(**counts))  # a path given twice counts once, as its findings do
+        if len(kept) != len(findings):
+            report._suppressed = sorted({f for f in findings if isinstance(f, SuppressedFinding)}, key=key)
+        return report
+
+    @property
+    def suppressed(self) -> list[SuppressedFinding]:
+        """Findings a disable comment suppressed, sorted like :attr:`findings`."""
+        return list(self._suppressed)
 
     @property
     def unusable_inputs(self) -> list[str]:

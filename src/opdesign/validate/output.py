@@ -6,7 +6,8 @@ JSON: ``{"files": [...], "findings": [{rule, level, message, file, line}], "summ
 SARIF: one run whose ``tool.driver.rules`` lists every registered rule (id, help,
 default level) and whose results carry ruleId, level (``info`` becomes
 ``note``), message.text and a physical location (relative URI, startLine >= 1),
-as code-scanning UIs (GitHub) accept.
+as code-scanning UIs (GitHub) accept. Findings a disable comment suppressed are results too, with a
+``suppressions`` entry (kind ``inSource``, the comment as justification).
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ def format_text(report: Report, summary: bool = True) -> str:
     s = report.summary
     lines.append(f"checked {_plural(len(report.files), 'file')}: {_plural(s.error, 'error')}, "
                  f"{_plural(s.warning, 'warning')}, {_plural(s.info, 'info')}")
+    return "\n".join(lines) + "\n"
+
+
+def format_statistics(report: Report) -> str:
+    """``--statistics`` (as ruff's): one line per rule, most findings first: count, rule id, level and the
+    rule's one-line message; then the summary line."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in report.findings:
+        counts[(f.rule, f.level)] = counts.get((f.rule, f.level), 0) + 1
+    lines = []
+    for (rule_id, level), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        rule = get_rule(rule_id)
+        lines.append(f"{n:5d}\t{rule_id}\t[{level}]\t{rule.message if rule else ''}".rstrip())
+    summary = format_text(Report.build(report.files, []), summary=True).splitlines()[-1]
+    s = report.summary
+    lines.append(summary.split(":")[0] + f": {_plural(s.error, 'error')}, {_plural(s.warning, 'warning')}, "
+                                         f"{_plural(s.info, 'info')}")
     return "\n".join(lines) + "\n"
 
 
@@ -87,6 +105,18 @@ def sarif(report: Report) -> dict[str, Any]:
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file)},
                                                 "region": {"startLine": max(1, f.line)}}}],
+        }
+        if f.rule in index:
+            result["ruleIndex"] = index[f.rule]
+        results.append(result)
+    for f in report.suppressed:  # suppressed by a disable comment: listed, marked as suppressed
+        result = {
+            "ruleId": f.rule,
+            "level": SARIF_LEVEL[f.level],
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file)},
+                                                "region": {"startLine": max(1, f.line)}}}],
+            "suppressions": [{"kind": "inSource", "justification": f.suppressed_by}],
         }
         if f.rule in index:
             result["ruleIndex"] = index[f.rule]

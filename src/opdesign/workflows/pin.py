@@ -160,6 +160,7 @@ def _rule_ids_cost(spec: Spec, plan: Plan) -> tuple[list[str], str]:
 def _rule_ids_validator(plan: Plan) -> list[tuple[str, str]]:
     """(rule id, message) of every error the validator reports on the rendered pinned design."""
     from opdesign.render.design import render_all
+    from opdesign.validate.engine.settings import Settings
     from opdesign.workflows.validate import validate_paths
 
     with tempfile.TemporaryDirectory(prefix="opdesign-pinned-") as tmp:
@@ -167,7 +168,7 @@ def _rule_ids_validator(plan: Plan) -> list[tuple[str, str]]:
             path = Path(tmp) / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        report = validate_paths([tmp])
+        report = validate_paths([tmp], settings=Settings())  # opdesign's own check: no user configuration
     return [(f.rule, f.message) for f in report.findings if f.level == "error"]
 
 

@@ -33,12 +33,14 @@ CARD_IDS = [
 CONSTRAINT_RANGES = {"TILE": 8, "LOOP": 6, "SYM": 7, "DATA": 4, "API": 6}
 KIB = 1024
 # domain.md section 1 (CANNBot device facts; Ascend C alignment table; PTO cost model).
+# a2: PyPTO 0.2.0 lib/configs/A2A3.ini (Ascend910B1); a3: hicann/pypto 910PR_9363.ini (Ascend910C4); a5:
+# hicann/pypto 950PR_958x.ini (Ascend950PR_9589, ub_size 253952); tests/test_devices_platform.py pins them to the files
 DEVICES = {
-    "a2": dict(aic_cores=20, aiv_per_aic=2, ub_bytes=192 * KIB, l1_bytes=512 * KIB,
+    "a2": dict(aic_cores=24, aiv_per_aic=2, ub_bytes=192 * KIB, l1_bytes=512 * KIB,
                l0a_bytes=64 * KIB, l0b_bytes=64 * KIB, l0c_bytes=128 * KIB),
-    "a3": dict(aic_cores=20, aiv_per_aic=2, ub_bytes=192 * KIB, l1_bytes=512 * KIB,
+    "a3": dict(aic_cores=24, aiv_per_aic=2, ub_bytes=192 * KIB, l1_bytes=512 * KIB,
                l0a_bytes=64 * KIB, l0b_bytes=64 * KIB, l0c_bytes=128 * KIB),
-    "a5": dict(aic_cores=32, aiv_per_aic=2, ub_bytes=256 * KIB, l1_bytes=512 * KIB,
+    "a5": dict(aic_cores=32, aiv_per_aic=2, ub_bytes=253952, l1_bytes=512 * KIB,
                l0a_bytes=64 * KIB, l0b_bytes=64 * KIB, l0c_bytes=256 * KIB),
 }  # fmt: skip
 ALIGN = {"ub": 32, "l1": 32, "l0a": 512, "l0b": 512, "l0c": 64, "gm_burst": 512}
@@ -90,8 +92,11 @@ def test_sk01_rules_unroll_and_parameters() -> None:
     assert all(set(v) == {"name", "kv_loop", "mask", "kv_source", "quant"} for v in variants)
     config = {rec.key: rec for rec in sk01.config}
     assert config["pass_options.cube_l1_reuse_setting"].value == {-1: 2}
-    assert config["pass_options.cube_l1_reuse_setting"].status == "required"
+    # recommended, not required: PyPTO's docs (pypto-set_pass_options.md, r0.2.0) give {} (automatic merge) as the
+    # default, so the kernel compiles without it; 128 is the documented default of stitch_function_max_num
+    assert config["pass_options.cube_l1_reuse_setting"].status == "recommended"
     assert config["runtime_options.stitch_function_max_num"].value == 128
+    assert config["runtime_options.stitch_function_max_num"].status == "recommended"
     assert sk01.flow_pattern == "C1 -> V1 -> C2"
 
 
@@ -176,7 +181,8 @@ def test_malformed_constraint_and_device_name_file(data_copy: tuple[Path, Path])
 
 def test_device_figure_without_source_is_rejected(data_copy: tuple[Path, Path]) -> None:
     patterns, constraints = data_copy
-    _edit(constraints / "devices.yaml", "      l0c_bytes: \"CANNBot device facts (easyasc globals, a5", "      x: \"")
+    _edit(constraints / "devices.yaml", "      l0c_bytes: \"hicann/pypto framework/src/platform/parser/simulation_platform/"
+                                        "platform_config/950PR_958x.ini", "      x: \"")
     with pytest.raises(CatalogError) as info:
         load_catalog_from(patterns, constraints)
     message = info.value.message
@@ -238,7 +244,7 @@ def test_every_device_figure_has_a_source(name: str) -> None:
     assert set(device.sources) == figures
     assert set(ALIGN_KEYS) <= set(device.align_bytes)
     assert all(text.strip() for text in device.sources.values())
-    assert load_catalog().device("A5").ub_bytes == 262144
+    assert load_catalog().device("A5").ub_bytes == 253952  # 950PR_958x.ini [AICoreSpec] ub_size
 
 
 # --- indexes -----------------------------------------------------------------

@@ -123,9 +123,10 @@ def test_cross_attention_says_which_cores_idle_and_the_split_that_fills_them():
     assert (plan.q_tile, plan.root_count) == (80, 16)
     risk = next(r for r in plan.risks if r.key == "sk01.risk.idle_cores")
     a = risk.args
-    assert (a["roots"], a["cores"], a["idle"]) == (16, 20, 4)
+    # a3: 24 AIC (Ascend910C4, hicann/pypto 910PR_9363.ini cube_core_cnt; issue 31, was 20)
+    assert (a["roots"], a["cores"], a["idle"]) == (16, 24, 8)
     assert (a["q_fill"], a["roots_fill"], a["kv_split"], a["tasks"]) == (48, 32, 2, 32)
-    assert "16 roots on 20 cube cores (a3) leave 4 cores idle" in render_design(plan)
+    assert "16 roots on 24 cube cores (a3) leave 8 cores idle" in render_design(plan)
     assert not any(r.key.startswith("sk01.risk.pad") for r in plan.risks)  # 3 of 80 rows: not worth a risk
 
 

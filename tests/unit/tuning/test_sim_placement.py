@@ -67,24 +67,27 @@ def test_pair_merge_rate_is_the_committed_measurement():
     assert 0.30 < rate < 0.32
 
 
-def test_calibration_splits_units_over_the_sim_platform_cores():
-    """PyPTO 0.2.0 SIM schedules a2/a3 kernels on 24 AIC (lib/configs/A2A3.ini); the raw model keeps devices.yaml's 20."""
+def test_units_split_over_the_profile_cores_sim_has():
+    """PyPTO 0.2.0 SIM schedules a2/a3 kernels on 24 AIC (lib/configs/A2A3.ini cube_core_cnt); devices.yaml now
+    takes a2/a3's 24 from the same file, so the raw and the calibrated model split over one figure, the plan's."""
+    from opdesign.catalog import load_catalog
     from opdesign.tuning import CostParams, rank_candidates
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
 
     spec = load_spec(REPO / "benchmarks" / "specs" / "fidelity_dense_s2048.yaml")  # 2 heads x 32 q blocks of 64
     plan = estimate(spec)
-    assert load_params().cube_cores == {"a2": 24, "a3": 24}
+    assert "cube_cores" not in load_params().model_dump()
+    assert load_catalog().device(spec.device).aic_cores == load_catalog().sim_platform.aic_cores == 24
 
     def row(params):
         ranking = rank_candidates(spec, plan, params=params)
         return next(r for r in ranking.rows if (r.q_tile, r.kv_tile, r.qk_tile, r.vec_tile) == (64, 2048, [64, 256], (16, 256)))
 
-    raw, sim = row(CostParams()), row(CostParams(cube_cores={"a3": 24}))
-    assert (raw.task_count, raw.cores_busy, raw.tasks_per_core) == (64, 20, 4)   # 64 units: 4, 3, 3 ... on 20 cores
-    assert (sim.task_count, sim.cores_busy, sim.tasks_per_core) == (64, 24, 3)   # 3, 3, 2 ... on 24
-    assert row(CostParams(cube_cores={"a2": 24})).cores_busy == 20   # another profile's entry does not apply
+    raw, calibrated = row(CostParams()), row(load_params())
+    assert (raw.task_count, raw.cores_busy, raw.tasks_per_core) == (64, 24, 3)   # 3, 3, 2 ... on 24
+    assert (calibrated.task_count, calibrated.cores_busy, calibrated.tasks_per_core) == (64, 24, 3)
+    assert plan.schedule.cores == 24
 
 
 def test_merges_cost_only_kv_tiles_wider_than_the_vector_tile():

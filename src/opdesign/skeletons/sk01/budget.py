@@ -83,7 +83,7 @@ def ub_budget(
                    source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
     ]
     items += softmax_state_items(half, align)
-    return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.name}.ub_bytes")
+    return make_budget("UB", items, device.ub_bytes, capacity_source=f"devices.yaml {device.ref('ub_bytes')}")
 
 
 def expansion(q_tile: int, kv_tile: int, head_dim: int, vec: dict[str, VecTile], traced_copies: int,

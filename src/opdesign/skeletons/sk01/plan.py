@@ -22,6 +22,9 @@ from opdesign.plan.buffers import l0_budgets, l1_budget
 from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.hardware import hardware
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.pins import TilePins
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
@@ -233,7 +236,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         Decision(name="work_per_root_macs", value=work, basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=text("sk01.cores_busy", aic_cores=device.aic_cores), source=f"devices.yaml {device.name}.aic_cores"),
+                 basis=text("sk01.cores_busy", aic_cores=device.aic_cores), source=f"devices.yaml {device.ref('aic_cores')}"),
     ]
     if spec.kv_cache == "paged":
         bs = s.block_size
@@ -249,12 +252,16 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
                        "sk01.packed_rows", axis=axis, batch=s.batch, length=length, tensor=batch_lengths(spec)[name]),
                        source="layout TND (packed rows, cumulative actual_seq_q / actual_seq_kv)")
                    for count, axis, name, length in packed]
-    if bal is not None:
-        counts.append(Decision(name="core_imbalance", value=bal.imbalance,
-                               basis=text("sk01.core_imbalance.greedy" if bal.method == "greedy" else "sk01.core_imbalance.lpt",
-                                          cores=bal.cores),
-                               source="FAI example 49 multi-core balance (greedy split)" if bal.method == "greedy"
-                               else "FAI example 49 multi-core balance (a q block is never split), varlen KV lengths: LPT order"))
+    if spec.mask in ("causal", "sliding_window"):
+        chain, chain_basis = max(per_q_block, default=0), text("sched.chain.banded", mask=spec.mask)
+    elif bal is not None:  # varlen: the longest modelled batch walks all its KV tiles
+        chain, chain_basis = kv_tiles, text("sched.chain.varlen", kv_tiles=kv_tiles)
+    else:
+        chain, chain_basis = kv_tiles, text("sched.chain.kv_tiles", kv_tiles=kv_tiles)
+    # varlen: the steps at the modelled per-batch lengths (the balance's weights), else the plan's task_count
+    sched = schedule(device.aic_cores, root_count, bal.total_valid_blocks if bal is not None else task_count,
+                     chain, chain_basis)
+    counts += schedule_counts(sched, device.ref("aic_cores"))
     config, entries = config_entries(spec, sk01)
     primary, outputs = io_tensors(spec)
     modules = [module(spec, primary, outputs[0])]
@@ -287,6 +294,7 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form)
         + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
+        hardware=hardware(spec, device, rtol, atol), schedule=sched,
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
         pins=pins, **overrides,
     )

@@ -157,20 +157,37 @@ def check_accumulator_placement(ctx: Context) -> Iterator[Hit]:
     """An accumulator buffer (``pypto.tensor`` / ``full`` / ``zeros`` assigned to oi, li or mi) is
     allocated in the Q-tile loop, outside the KV-tile loop: inside the KV loop it is reset every tile,
     outside the Q loop it leaks state between Q tiles. SSA re-binding (performance form) allocates nothing.
+    The second half needs a Q-tile loop: a decode kernel whose KV loop sits directly in a batch or head
+    loop (named so: ``LOOP_b``, ``h_idx``) has none, and only the first half applies (:func:`q_tile_loop`).
     SK-01 designs only (a block naming another skeleton is skipped)."""
     if ctx.program is None or not applies(ctx):
         return
     kv, q = ctx.program.kv_and_q_loops()
     if kv is None:
         return
+    q = q_tile_loop(ctx.program, kv, q)
     names = set(bd.accumulator_names(ctx))
     for node, loops in ctx.program.walk():
         if allocation(node, names) is None:
             continue
         if kv in loops:
             yield Hit(node.line, f"accumulator allocated inside the KV-tile loop (line {kv.line}): reset every tile")
-        elif q is None or q not in loops:
+        elif q is not None and q not in loops:
             yield Hit(node.line, "accumulator allocated outside the Q-tile loop: state leaks between Q tiles")
+
+
+def q_tile_loop(program, kv, parent):
+    """The Q-tile loop around the KV-tile loop: the loop directly around it unless its name, index or bound
+    says it is a batch / head / KV loop (a decode kernel has no Q-tile loop: its KV loop sits in the batch
+    or head loop), else the nearest enclosing loop that says Q tile; None when there is none."""
+    from opdesign.validate.rules.code import loop_role
+
+    if parent is None:
+        return None
+    if loop_role(parent) in (None, "q"):
+        return parent
+    enclosing = next((loops for node, loops in program.walk() if node is kv), ())
+    return next((loop for loop in reversed(enclosing) if loop_role(loop) == "q"), None)
 
 
 def _carries_state(ctx: Context, kv) -> bool:

@@ -79,7 +79,7 @@ def single_pass_ub_budget(device: DeviceProfile, *, q_tile: int, s2_tile: int, h
                    formula=f"rows {rows} x Align64(head_dim {head_dim}) x 4 x {RESULT_BUFFERS}",
                    source="FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
     ]
-    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
+    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.ref('ub_bytes')}")
 
 
 def single_pass_expansion(q_tile: int, s2_tile: int, head_dim: int, vec: dict[str, VecTile],

@@ -43,9 +43,13 @@ from math import ceil, sqrt
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.plan.buffers import l0_budgets, l1_budget
-from opdesign.plan.config import config_entries
+from opdesign.plan.config import config_entries, documented
 from opdesign.plan.fields import check_supported, spec_echo
 from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.core import text
+from opdesign.plan.hardware import hardware
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.models import (
     Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, FormCheck, LoopRow, Module, Plan, TensorSpec, Unroll,
     VecTile,
@@ -245,10 +249,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x S2_TILE {s2} x head_dim {s.head_dim} per matmul stage",
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
-        Decision(name="core_waves", value=ceil(root_count / device.aic_cores),
-                 basis=f"ceildiv(root_count {root_count}, aic_cores {device.aic_cores}); equal work per root at design time, "
-                       "cur_seq == 0 roots skip", source="FAI example 49 multi-core balance (greedy split)"),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.ref('aic_cores')}"),
         Decision(name="seq_kv_max", value=axis_hi(spec, "seq_kv"),
                  basis="largest seq_kv (typical or dynamic hi): index_select reads one unsplit KV axis "
                        "(viewshape[dim] >= shape[dim]), and view shapes are compile-time ints",
@@ -286,6 +287,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                     if c1.m[1] < 128 else f"; the card's {rec.value} resized to the plan's tiles (C-TILE-05)")
     entries.append(ConfigEntry(key=rec.key, value=planned, status=rec.status, purpose=purpose,
                                source=f"{card.id} configuration, C-TILE-05"))
+    entries = [documented(e) for e in entries]
     primary, outputs, module_count, module_reason, modules = _interfaces(spec, golden_module_count)
     rtol, atol = spec.tolerance
     packed = spec.layout == "TND"
@@ -301,6 +303,8 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         LoopRow(name="g_idx", loop_kind=head_kind, bound=f"ceildiv(group {group}, Q_TILE)", step="Q_TILE heads",
                 dependence="independent (one root each); no KV loop inside (SK-02-R3)"),
     ]
+    sched = schedule(device.aic_cores, root_count, root_count, 1, text("sched.chain.single_pass"))
+    counts += schedule_counts(sched, device.ref("aic_cores"))
     return with_checks(Plan(
         op_name=spec.op_name, device=spec.device, dtype=spec.dtype, layout=spec.layout, mask=spec.mask,
         kv_cache=spec.kv_cache, quant=spec.quant, direction=spec.direction,
@@ -323,6 +327,7 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         module_count=module_count, module_reason=module_reason, scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
         risks=_risks(spec, fit, exp, root_count, device),
+        hardware=hardware(spec, device, rtol, atol), schedule=sched,
     ), COMMON_ROWS + (Row("SK-02-R3", "SK-02-R3", no_kv_loop_state), Row("SK-02-R1", "SK-02-R1", whole_row_fits)))
 
 

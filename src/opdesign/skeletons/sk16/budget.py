@@ -65,7 +65,7 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
     if passes == 2:
         items.append(_item("acc_resident", 2 * rows * d * acc, f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
                            "backward decision table (two pass: UB accumulators), C-LOOP-06"))
-    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.name}.ub_bytes")
+    return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.ref('ub_bytes')}")
 
 
 def l1_budget(device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Budget:
@@ -79,7 +79,7 @@ def l1_budget(device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Bu
         _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
               "FAI example 49 MM2_LEFT_SIZE, SK-16 C2 operands"),
     ]
-    return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.name}.l1_bytes")
+    return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.ref('l1_bytes')}")
 
 
 def expansion(vec: dict[str, VecTile], passes: int) -> Expansion:

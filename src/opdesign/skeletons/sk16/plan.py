@@ -30,6 +30,11 @@ from opdesign.catalog.pypto_api import load_api_surface
 from opdesign.errors import SpecError
 from opdesign.plan.blocks import kv_block_ranges
 from opdesign.plan.fields import check_supported, spec_echo
+from opdesign.plan.config import documented
+from opdesign.plan.core import text
+from opdesign.plan.hardware import hardware
+from opdesign.plan.fields import schedule_counts
+from opdesign.plan.schedule import schedule
 from opdesign.plan.interfaces import NP_DTYPE
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk16.budget import budgets, expansion
@@ -100,8 +105,11 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
                  basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim}",
                  source="SK-16 stages (C1 2 + C2 3 matmuls), SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.name}.aic_cores"),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.ref('aic_cores')}"),
     ]
+    sched = schedule(device.aic_cores, root_count, task_count, max(pairs, default=0) * passes,
+                     text("sched.chain.backward", passes=passes))
+    counts += schedule_counts(sched, device.ref("aic_cores"))
     config, entries = _config(spec, sk16)
     primary, outputs, modules = _interfaces(spec, passes)
     if golden_module_count is not None:
@@ -136,6 +144,7 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
         scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
         **spec_echo(spec),
         risks=_risks(spec, ub, tile, passes),
+        hardware=hardware(spec, device, rtol, atol), schedule=sched,
     ), COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-16-R4", "SK-01-R6", fp32_accumulators)))
 
 
@@ -235,7 +244,7 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
     for rec in sk16.config:
         group, _, name = rec.key.partition(".")
         wanted = rec.status != "per_scenario" and not rec.when
-        if group in config and (wanted or (name == "max_workspace_kb" and spec.device == "a3")):
+        if group in config and (wanted or (name == "max_workspace_kb" and _family(spec) == "a3")):
             value, purpose, source = rec.value, rec.purpose, f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}"
             api = load_api_surface()
             limit = api.runtime_limits.get(name) if group == "runtime_options" else None
@@ -263,7 +272,7 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
             entry = host_tensors_entry(spec, rec.purpose)
             config[group][name] = entry.value
             entries.append(entry)
-    return config, entries
+    return config, [documented(e) for e in entries]
 
 
 def _layout(spec: Spec, heads: str, seq: str, last: str = "head_dim") -> list[str]:
@@ -359,9 +368,14 @@ def _risks(spec: Spec, ub: Budget, tile: int, passes: int) -> list[str]:
         out.append("causal mask: Q tiles see different numbers of KV tiles (uneven per-core work); rows that see "
                    "no KV column need neutral forward statistics (m = 0, l = 1) or P becomes 0/0.")
     out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); a cast to the input dtype is the caller's.")
-    if spec.device == "a3":
+    if _family(spec) == "a3":
         out.append("runtime_options.max_workspace_kb is the card's single A3 measurement (one shape of the reference "
                    "backward), not sized for this SPEC's shapes, and PyPTO 0.2.0 has no such runtime option (the kernel "
                    "leaves it out): on a release that has it, re-size it from the real compile's workspace report "
                    "for the largest typical config before trusting it.")
     return out
+
+
+def _family(spec: Spec) -> str:
+    """The SPEC's device family (``a3`` for ``a3`` and ``a3/910C4``)."""
+    return load_catalog().device(spec.device).family

@@ -57,13 +57,6 @@ class CostParams(BaseModel):
                     "vector tile, when a KV tile spans several vector tiles of a row (cdiv(kv_tile, vec cols) - 1 "
                     "merges of each a row tile). None: costed as one binary element-wise op (TSUB, pto-isa). "
                     "calibration.yaml: the PyPTO SIM figure from its pipe trace (PAIRMAX / PAIRSUM).")
-    cube_cores: dict[str, int] = Field(
-        default_factory=dict,
-        description="AIC cores the units are split over, by device profile name. Empty (the raw model): each "
-                    "profile's aic_cores (constraints/devices.yaml). calibration.yaml sets the cores PyPTO SIM "
-                    "schedules on: 0.2.0 simulates the a2/a3 family on one platform, lib/configs/A2A3.ini "
-                    "[SoCInfo] (SoC_version Ascend910B1, cube_core_cnt 24, vector_core_cnt 48), and its "
-                    "_simulate.swim.json lists 24 AIC and 48 AIV cores, where devices.yaml gives a2/a3 20.")
     pipeline_depth: int = Field(
         KERNEL_TASK_NUM, ge=1,
         description="tasks in flight per core: KERNEL_TASK_NUM of the FlashAttention-Infer example "

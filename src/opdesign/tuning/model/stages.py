@@ -7,9 +7,10 @@ pipeline of domain.md §7. On a2/a3 the cube and vector cores exchange S, P and
 O_ij through GM, so every hand-over is a TSTORE on one side and a TLOAD on the other.
 
 Stage cycles: each stage runs its instructions on parallel pipes (GM->L1, L1->L0,
-cube, L0C->GM on the AIC; GM->UB, vector, UB->GM on the AIV), double-buffered as
-SK-01 configures them (``cube_nbuffer_setting`` 2, ``vec_nbuffer_setting`` 4), so a
-stage costs its busiest pipe. Instruction cycles come from :mod:`opdesign.tuning.model.isa`.
+cube, L0C->GM on the AIC; GM->UB, vector, UB->GM on the AIV) and the model assumes the pipes overlap
+(an assumption of this model, not what ``cube_nbuffer_setting`` / ``vec_nbuffer_setting`` mean: PyPTO's
+docs define those as merge counts of structurally identical sub-graphs), so a stage costs its busiest pipe.
+Instruction cycles come from :mod:`opdesign.tuning.model.isa`.
 Mapping of the AT-01 steps to PTO instructions (our choice where PTO has no
 one-to-one instruction): scale -> TMULS; row max -> TROWMAX; ``s - m`` ->
 TROWEXPAND + TSUB; exp -> TEXP; row sum -> TROWSUM; P cast -> TCVT; ``alpha * O``
@@ -24,7 +25,7 @@ longer of two bounds, plus ``roots x epilogue`` of the busiest core:
 
 * the pools: all tasks' AIC work ``C1 + C2`` (``+ V1`` when :func:`v1_on_aic`: vector tile wider than the
   QK tile's n, V1 then runs the whole q tile's rows on the cube core) and AIV work ``V1 + V2`` over the
-  ``cube_cores`` AIC (each with its ``aiv_per_aic`` AIVs; ``CostParams.cube_cores``: SIM's 24 on a2/a3);
+  ``cube_cores`` AIC (each with its ``aiv_per_aic`` AIVs; the profile's aic_cores: 24 on a2/a3, A2A3.ini, as SIM);
 * one chain: the KV steps of one head's online softmax follow each other, ``fill + (steps - 1) x
   interval`` with ``fill = C1 + V1 + C2 + V2`` and ``interval = max(AIC work, AIV work, fill / D)``
   (``D = pipeline_depth``, FAI ``KERNEL_TASK_NUM``, tasks in flight), for the longest chain

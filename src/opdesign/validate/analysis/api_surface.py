@@ -8,6 +8,10 @@ their real replacement, are in the hand-written ``constraints/pypto_api_notes.ya
 ``.py``) and reports, with line numbers:
 
 - ``name``: a ``pypto.*`` name the release does not have (``pypto.sg_set_scope``);
+- ``later``: a name, keyword or method the target release lacks but a later manifest has
+  (``pypto.atomic_add``, ``div(precision_type=)``: "not in PyPTO 0.2.0 (added later ...)"); all of
+  one line are one finding, so one cause (``PrecisionType`` and ``precision_type=`` on one call) is
+  reported once. Targeting the later commit (``--target-pypto``) checks against its manifest;
 - ``keyword``: a keyword a pypto function does not take, or too many positional
   arguments (functions with ``**kwargs`` / ``*args`` accept anything there, except a
   ``**kwargs`` whose read keys the manifest lists: ``pypto.loop(..., unroll_List=[4])`` is
@@ -19,7 +23,8 @@ their real replacement, are in the hand-written ``constraints/pypto_api_notes.ya
   signature, ``pypto.tensor``, ``view`` or ``reshape``.
 
 Values are typed by a small flow-insensitive pass per function: annotated
-``pypto.Tensor((...), ...)`` parameters and pypto op results are tensors (with
+``pypto.Tensor((...), ...)`` parameters and pypto op results are tensors when the manifest's
+``returns`` says so or does not say (``pypto.get_debug_options()`` returns a dict: not a tensor) (with
 a rank where it is known), loop indices, tensor indexing and ``.shape[i]`` are
 symbolic scalars. Untyped values (torch tensors of a host harness) are not checked.
 """
@@ -32,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from opdesign.catalog.pypto_api import ApiSurface, load_api_surface
+from opdesign.catalog.pypto_api import ApiSurface, later_surfaces, load_api_surface
 from opdesign.validate.analysis import astnodes
 
 TENSOR, SCALAR = "Tensor", "SymbolicScalar"
@@ -44,7 +49,7 @@ __all__ = ["ApiHit", "ApiSurface", "check_source", "check_tree", "load_api_surfa
 @dataclass(frozen=True)
 class ApiHit:
     line: int
-    kind: str  # name | keyword | method | rank
+    kind: str  # name | keyword | method | rank | later
     message: str
 
 
@@ -58,9 +63,15 @@ def _dotted(node: ast.AST) -> list[str] | None:
     return None
 
 
+#: return kinds (the manifest's ``returns``) that are not tensors and not symbolic scalars
+_NOT_VALUES = frozenset({"none", "dict", "list", "tuple", "bool", "int", "float", "str", "iterator", "object"})
+
+
 class _Checker:
-    def __init__(self, api: ApiSurface) -> None:
+    def __init__(self, api: ApiSurface, later: list[ApiSurface] | None = None) -> None:
         self.api = api
+        self._later = later  # loaded on the first name the target lacks (a clean kernel never reads them)
+        self.added: dict[int, list[tuple[str, str]]] = {}  # line -> (what, in which later manifest)
         self.aliases: dict[str, str] = {}  # local name -> dotted pypto path
         self.hits: list[ApiHit] = []
         self.types: dict[str, tuple[str, int | None]] = {}
@@ -85,8 +96,15 @@ class _Checker:
                 names = self.api.modules.get(parts[0])
             if names is None:
                 return  # a submodule outside the checked surface
+            if part.startswith("_"):
+                return  # the manifests list public names only: pypto._controller exists, unlisted
             entry = names.get(part)
             here = ".".join(parts[:i + 1])
+            if entry is None and self.added_later(node.lineno, here,
+                                                  lambda s, m=module, p=part: s.modules.get(m, {}).get(p) is not None
+                                                  or s.entry(f"{parts[0]}.{p}") is not None
+                                                  and m in self.api.reexported_at_top):
+                return
             if entry is None:
                 hint = self.api.missing.get(here)
                 self.hits.append(ApiHit(node.lineno, "name", f"{here} does not exist in PyPTO {self.api.release}"
@@ -96,12 +114,34 @@ class _Checker:
                 module = here
                 continue
             if entry.get("kind") == "enum" and i + 1 < len(parts) and parts[i + 1] not in entry.get("members", []):
+                member = parts[i + 1]
+                if self.added_later(node.lineno, f"{here}.{member}", lambda s, m=module, p=part, e=member:
+                                    e in ((s.modules.get(m, {}).get(p) or {}).get("members") or [])):
+                    return
                 self.hits.append(ApiHit(node.lineno, "name", f"{here} has no member {parts[i + 1]!r} in PyPTO "
                                         f"{self.api.release} (members: {', '.join(entry['members'])})"))
             return
 
+    @property
+    def later(self) -> list[ApiSurface]:
+        """The manifests newer than the target (:func:`later_surfaces`)."""
+        if self._later is None:
+            self._later = later_surfaces(self.api)
+        return self._later
+
+    def added_later(self, line: int, what: str, present: Any) -> bool:
+        """True (and noted for one finding per line) when a later manifest has ``what`` (``present(s)``)."""
+        for surface in self.later:
+            if present(surface):
+                self.added.setdefault(line, []).append((what, surface.label))
+                return True
+        return False
+
     # --- calls -------------------------------------------------------------------------------
-    def check_args(self, call: ast.Call, what: str, entry: dict[str, Any]) -> None:
+    def check_args(self, call: ast.Call, what: str, entry: dict[str, Any], later: Any = None) -> None:
+        """``later(surface)``: the entry of the same callable in another manifest (None: not looked up)."""
+        if entry.get("signature") == "unknown":
+            return  # the manifest could not read its parameters (a C++ callable without a stub)
         allowed = set(entry.get("positional", [])) | set(entry.get("keyword_only", []))
         # a **kwargs callable that reads only known keys (pypto.loop: kwargs.get) ignores any other one
         read = entry.get("var_keyword_names")
@@ -109,6 +149,9 @@ class _Checker:
         if not entry.get("var_keyword") or read is not None:
             for kw in call.keywords:
                 if kw.arg is not None and kw.arg not in allowed:
+                    if later is not None and self.added_later(
+                            kw.value.lineno, f"{what}({kw.arg}=)", lambda s, k=kw.arg: k in _keywords(later(s))):
+                        continue
                     self.hits.append(ApiHit(kw.value.lineno, "keyword", f"{what}() takes no keyword {kw.arg!r} "
                                             f"in PyPTO {self.api.release} (it takes: {', '.join(sorted(allowed))})"))
         positional = entry.get("positional", [])
@@ -139,7 +182,7 @@ class _Checker:
         if dotted is not None:
             entry = self.api.entry(dotted)
             if entry is not None and entry.get("kind") in ("function", "class"):
-                self.check_args(call, dotted, entry)
+                self.check_args(call, dotted, entry, lambda s, d=dotted: s.entry(d))
             name = dotted.rpartition(".")[2]
             args = call.args
             if name == "view" and args:
@@ -154,12 +197,16 @@ class _Checker:
                 return
             cls, method = owner[0], call.func.attr
             entry = self.api.value_classes.get(cls, {}).get(method)
+            if entry is None and self.added_later(call.lineno, f"{cls}.{method}()", lambda s, c=cls, m=method:
+                                                  m in s.value_classes.get(c, {})):
+                return
             if entry is None:
                 note = self.api.method_notes.get(method)
                 self.hits.append(ApiHit(call.lineno, "method", f"a PyPTO {cls} has no method .{method}() in "
                                         f"{self.api.release}" + (f": {note}" if note else "")))
             elif entry.get("kind") == "method":
-                self.check_args(call, f"{cls}.{method}", entry)
+                self.check_args(call, f"{cls}.{method}", entry,
+                                lambda s, c=cls, m=method: s.value_classes.get(c, {}).get(m))
                 if cls == TENSOR and method == "view" and call.args:
                     self.check_rank(call, "Tensor.view", call.func.value,
                                     call.args[1] if len(call.args) > 1 else None, call.args[0])
@@ -189,6 +236,11 @@ class _Checker:
             short = dotted.partition(".")[2]
             if short in self.api.non_tensor or short.rpartition(".")[2].startswith(("set_", "is_")):
                 return None
+            returns = (self.api.entry(dotted) or {}).get("returns")
+            if returns in _NOT_VALUES:
+                return None  # pypto.get_debug_options() is a dict, not a tensor
+            if returns == "scalar":
+                return (SCALAR, None)
             name = short.rpartition(".")[2]
             if name in ("view", "reshape") and len(call.args) > 1:
                 shape = call.args[1]  # a shape held in a name (``reshape(k, k_2d_shape)``): rank not known here
@@ -212,8 +264,9 @@ class _Checker:
             ann = arg.annotation
             if isinstance(ann, ast.Call) and (self.resolve(ann.func) or "").endswith(".Tensor"):
                 dims = ann.args[0] if ann.args else None
-                known = isinstance(dims, (ast.Tuple, ast.List)) and not any(
-                    isinstance(d, ast.Constant) and d.value is Ellipsis for d in dims.elts)  # [...]: rank not given
+                # [...]: rank not given; []: the shape (and rank) comes from the runtime input
+                known = isinstance(dims, (ast.Tuple, ast.List)) and bool(dims.elts) and not any(
+                    isinstance(d, ast.Constant) and d.value is Ellipsis for d in dims.elts)
                 self.types[arg.arg] = (TENSOR, len(dims.elts) if known else None)
 
     def bind(self, target: ast.AST, kind: tuple[str, int | None] | None) -> None:
@@ -232,6 +285,8 @@ class _Checker:
                 for a in node.names:
                     if a.name == "pypto" or a.name.startswith("pypto."):
                         self.aliases[(a.asname or a.name).split(".")[0]] = a.name if a.asname else "pypto"
+                        if "." in a.name:
+                            self.check_name(node, a.name)  # import pypto.ir
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pypto":
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
@@ -283,10 +338,26 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
+def _keywords(entry: dict[str, Any] | None) -> set[str]:
+    """The keywords a manifest entry takes by name (none for a missing entry)."""
+    if not entry:
+        return set()
+    return set(entry.get("positional", [])) | set(entry.get("keyword_only", [])) | set(
+        entry.get("var_keyword_names") or [])
+
+
 def check_tree(tree: ast.AST, api: ApiSurface | None = None) -> list[ApiHit]:
-    """API findings of one parsed module, in line order, each reported once."""
+    """API findings of one parsed module, in line order, each reported once; what a later manifest has
+    is one ``later`` finding per line, naming everything of that line."""
     checker = _Checker(api or load_api_surface())
     checker.visit(tree)
+    for line, items in checker.added.items():
+        whats = list(dict.fromkeys(what for what, _where in items))
+        where = items[0][1]
+        hints = list(dict.fromkeys(h for w in whats if (h := checker.api.missing.get(w.split("(")[0]))))
+        checker.hits.append(ApiHit(line, "later", f"{', '.join(whats)}: not in PyPTO {checker.api.label} (added "
+                                   f"later: in {where}); set --target-pypto (or target-pypto in the configuration) "
+                                   "to the release the kernel is written for" + (f"; {hints[0]}" if hints else "")))
     seen: set[tuple[int, str, str]] = set()
     out = []
     for hit in sorted(checker.hits, key=lambda h: (h.line, h.kind, h.message)):

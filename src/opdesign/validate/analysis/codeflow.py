@@ -74,6 +74,67 @@ def _list(expr: ast.AST | None) -> tuple[ast.expr, ...] | None:
     return tuple(expr.elts) if isinstance(expr, (ast.List, ast.Tuple)) else None
 
 
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b if b else None}
+
+
+def int_of(expr: ast.AST, ints: dict[str, int], depth: int = 0) -> int | None:
+    """The int an expression is: a literal, a name of ``ints``, or ``+ - * //`` of those; else None."""
+    if depth > 50:
+        return None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return ints.get(expr.id)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = int_of(expr.operand, ints, depth + 1)
+        return None if inner is None else -inner
+    if isinstance(expr, ast.BinOp) and type(expr.op) in _INT_OPS:
+        left, right = int_of(expr.left, ints, depth + 1), int_of(expr.right, ints, depth + 1)
+        return None if left is None or right is None else _INT_OPS[type(expr.op)](left, right)
+    return None
+
+
+def program_ints(program: Program) -> dict[str, int]:
+    """Names bound to one int wherever the program binds them (assignments to the name alone, parameter
+    defaults), module constants included; read once per program and kept on it."""
+    kept = program.__dict__.get("_od_ints")
+    if kept is not None:
+        return kept
+    bindings: dict[str, list[ast.expr]] = {}
+    for node, _loops in program.walk():
+        st = node.stmt
+        if isinstance(st, ast.Assign):
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    bindings.setdefault(t.id, []).append(st.value)
+                else:
+                    for n in astnodes.walk(t):
+                        if isinstance(n, ast.Name):
+                            bindings.setdefault(n.id, []).append(ast.Constant(value=None))  # unpacked: unknown
+        elif isinstance(st, (ast.AnnAssign, ast.AugAssign)) and isinstance(st.target, ast.Name):
+            bindings.setdefault(st.target.id, []).append(
+                st.value if isinstance(st, ast.AnnAssign) and st.value is not None else ast.Constant(value=None))
+        elif isinstance(st, (ast.For, ast.AsyncFor)):
+            for n in astnodes.walk(st.target):
+                if isinstance(n, ast.Name):
+                    bindings.setdefault(n.id, []).append(ast.Constant(value=None))
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = st.args
+            positional = args.posonlyargs + args.args
+            defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+            for arg, default in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+                bindings.setdefault(arg.arg, []).append(default if default is not None else ast.Constant(value=None))
+    ints: dict[str, int] = dict(program.constants)
+    for _round in range(4):  # names defined from other names (``s2_tile = 4 * q_tile``)
+        for name, values in bindings.items():
+            found = {int_of(v, ints) for v in values}
+            if len(found) == 1 and None not in found:
+                ints[name] = found.pop()
+    program.__dict__["_od_ints"] = ints
+    return ints
+
+
 class Flow:
     """Evaluate expressions against a :class:`State` (see the module docstring)."""
 
@@ -201,15 +262,14 @@ class Flow:
         return m, k, n
 
     def dims_key(self, dims: tuple[ast.expr, ...]) -> tuple[str, ...]:
-        """Dims compared by value: known constants become their ints, the rest their source text."""
+        """Dims compared by value: known constants become their ints (module constants, and names of any
+        case bound to one int everywhere in the program: a factory's ``q_tile = 128``, a parameter default
+        ``kv_tile=128``, arithmetic of those), the rest their source text."""
+        ints = program_ints(self.program)
         out = []
         for d in dims:
-            if isinstance(d, ast.Constant):
-                out.append(str(d.value))
-            elif isinstance(d, ast.Name) and d.id in self.constants:
-                out.append(str(self.constants[d.id]))
-            else:
-                out.append(ast.unparse(d))
+            value = int_of(d, ints)
+            out.append(str(value) if value is not None else ast.unparse(d))
         return tuple(out)
 
 
@@ -232,7 +292,7 @@ def _params(flow: Flow, fn: ast.FunctionDef, state: State) -> None:
     for arg in fn.args.args + fn.args.kwonlyargs:
         ann = arg.annotation
         if isinstance(ann, ast.Call) and call_name(ann) == "Tensor":
-            dims = _list(ann.args[0] if ann.args else None)
+            dims = _list(ann.args[0] if ann.args else None) or None  # ``Tensor([], dtype)``: shape from the input
             dtype = _dtype_arg(ann)
             state.values[arg.arg] = Value(dtype=dtype, dtype_line=flow.program.call_line(ann, _NO_NODE),
                                           shape=dims, batched=dims is not None and len(dims) >= 3,

@@ -131,6 +131,27 @@ class Order(ast.NodeVisitor):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.generic_visit(node)
         self.bound = saved
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.bind_name(node.name, node.lineno)  # ``def f`` / ``class C`` bind their name
+
+    def bind_name(self, name: str, lineno: int) -> None:
+        self.bound.add(name)
+        self.first_bind.setdefault(name, lineno)
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":
+                self.bind_name((alias.asname or alias.name).split(".")[0], node.lineno)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self.bind_name(node.name, node.lineno)  # ``except E as e``
+        for s in node.body:
+            self.visit(s)
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda = _scope
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
@@ -141,10 +162,15 @@ class Order(ast.NodeVisitor):
     visit_Nonlocal = visit_Global
 
 
+#: names every module has (``__file__`` is not a builtin, but is bound in a module run from a file)
+MODULE_DUNDERS = frozenset({"__file__", "__name__", "__doc__", "__spec__", "__package__", "__loader__",
+                            "__builtins__", "__cached__", "__path__", "__annotations__", "__dict__"})
+
+
 def defined_names(program: Program, assigned: bool = False) -> set[str]:
     """Builtins, imports and the functions / classes of the module (bound before its statements run);
     ``assigned`` adds every name a module-level statement stores (:func:`module_names`)."""
-    names: set[str] = set(dir(builtins))
+    names: set[str] = set(dir(builtins)) | MODULE_DUNDERS | program.module_bound
     for node in program.nodes:
         s = node.stmt
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -154,6 +180,50 @@ def defined_names(program: Program, assigned: bool = False) -> set[str]:
         elif assigned and s is not None:
             names |= {n.id for n in astnodes.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return names
+
+
+def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Every name a function binds anywhere in its own body (parameters, assignments, loop indices,
+    ``except ... as`` names, ``def`` / ``class`` / ``import`` / ``global`` names), the names a closure may
+    read from it; a nested function's or class's own names are not the function's."""
+    args = fn.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        stack += astnodes.children(node)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names |= set(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def functions(program: Program) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]]:
+    """Every function of the program at any depth (a factory's kernel, a method, a closure), in file
+    order, with the names its enclosing functions bind (:func:`local_names`; a class body's names are
+    not visible to its methods)."""
+    out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]] = []
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(n.stmt, frozenset()) for n in reversed(program.nodes)
+                                                   if n.stmt is not None]
+    while stack:
+        node, outer = stack.pop()
+        inner = outer
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((node, set(outer)))
+            inner = outer | local_names(node)
+        stack += [(child, inner) for child in reversed(astnodes.children(node))]
+    return sorted(out, key=lambda item: (item[0].lineno, item[0].col_offset))
 
 
 def module_names(program: Program) -> set[str]:

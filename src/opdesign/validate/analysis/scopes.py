@@ -21,6 +21,10 @@ class Scopes:
     of_call: dict[int, int | None]  # id(call) -> open scope value (None: outside any scope)
     unclosed: list[tuple[int, int, str]]  # (line of sg_set_scope(n), n, why)
     cube_in_scope: list[tuple[int, int, int]] = field(default_factory=list)  # (matmul line, n, line of sg_set_scope(n))
+    #: lines of unclosed scopes that are the one scope of their function: opened in its body (outside
+    #: any loop), closed there after the loops or never, no other scope set anywhere in it
+    #: (:func:`_one_function_scope`): kept open over the whole function on purpose
+    whole_function: set[int] = field(default_factory=set)
 
 
 def scope_value(call: ast.Call, constants: dict[str, Any]) -> int | None:
@@ -38,6 +42,18 @@ def scope_value(call: ast.Call, constants: dict[str, Any]) -> int | None:
 #: Loops that are a scope boundary (AT-21-R4: a scope never crosses a ``pypto.loop``); a Python
 #: ``range`` (or any other Python ``for``) is unrolled while tracing and is no boundary.
 BOUNDARY_LOOPS = ("pypto.loop", "loop_unroll")
+
+
+def _one_function_scope(program: Program, fn: Node) -> bool:
+    """Whether the function sets exactly one scope, in its own body outside any loop, and closes it only
+    there (after the loops) or never: ``sg_set_scope(10000)`` ... loops ... ``sg_set_scope(-1)``."""
+    top = {id(n) for n in fn.body}
+    values = [(scope_value(c, program.constants), id(n) in top) for n, _loops in program.walk(fn.body)
+              for c in n.calls()]
+    values = [(v, at_top) for v, at_top in values if v is not None]
+    opened = [v for v, _t in values if v != -1]
+    return (len(opened) == 1 and all(at_top for _v, at_top in values) and values[0][0] != -1
+            and all(v == -1 for v, _t in values[1:]))
 
 
 def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
@@ -76,6 +92,12 @@ def scopes(program: Program, cube_in_scope: bool = False) -> Scopes:
             if boundary or node.kind == "def":
                 close(state, f"before the loop at line {node.line}" if node.kind != "def" else "before the function")
                 inner: list = [None]
+                if node.kind == "def" and _one_function_scope(program, node):
+                    first = len(result.unclosed)
+                    visit(node.body, inner)
+                    close(inner, "by the end of the function")
+                    result.whole_function |= {line for line, _v, _w in result.unclosed[first:]}
+                    continue
                 visit(node.body, inner)
                 close(inner, "by the end of the loop body" if node.kind != "def" else "by the end of the function")
             else:

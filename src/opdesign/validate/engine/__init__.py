@@ -15,7 +15,6 @@ rule, so the document is never reported as valid for it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -23,12 +22,14 @@ from pathlib import Path, PurePosixPath
 from opdesign.validate.engine import memo
 from opdesign.io import yamlsafe
 from opdesign.validate.parse.document import parse
-from opdesign.validate.parse.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
+from opdesign.validate.parse.kernel_source import KERNEL_GLOBS, NO_KERNEL_RULE, SYNTAX_RULE, read_kernel
+from opdesign.validate.rules.kernel_verdict import WHOLE_FILE_RULES, is_attention_kernel, no_kernel_message
+from opdesign.validate.engine import inline
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.parse.prose import prose_pseudocode
 from opdesign.validate.parse.pseudocode import MAX_KERNELS, nesting, read_programs
 from opdesign.validate.analysis.blockdata import is_attention_design
-from opdesign.validate.engine.collect import all_rules, get_rule
+from opdesign.validate.engine.collect import all_rules
 from opdesign.validate.api import Context
 from opdesign.validate.parse.textinput import MAX_INPUT_BYTES, Unusable, decode, decode_source
 
@@ -64,7 +65,8 @@ def _interfaces(text: str | None, state: str) -> tuple[yamlsafe.Loaded | None, s
         return None, "invalid", f"interface file: {err.message}", err.line or 1
 
 
-def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded | None, str, str, int]) -> list[Finding]:
+def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded | None, str, str, int],
+         target: str | None = None) -> list[Finding]:
     try:
         doc = parse(text)
         prose = prose_pseudocode(doc)
@@ -74,7 +76,8 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
                         message=_one_line(f"document could not be parsed: {type(err).__name__}: {err}"))]
     loaded, state, problem, problem_line = iface
     ctx = Context(doc=doc, interfaces=loaded, interfaces_state=state, interfaces_problem=problem,
-                  interfaces_problem_line=problem_line, program=programs[0] if programs else None)
+                  interfaces_problem_line=problem_line, program=programs[0] if programs else None,
+                  target_pypto=target)
     findings: list[Finding] = []
     if kernel_blocks > MAX_KERNELS:
         findings.append(Finding(rule=INTERNAL_RULE, level="error", file=design, line=programs[-1].fence.first_line,
@@ -100,14 +103,16 @@ def _run(text: str, design: str, iface_name: str, iface: tuple[yamlsafe.Loaded |
         findings.append(Finding(rule=PROSE_RULE, level="info", file=design, line=prose.line,
                                 message=f"the pseudocode chapter holds no Python code (prose or plain text): "
                                         f"{len(skipped)} code rules skipped, not passed ({', '.join(skipped)})"))
-    return _suppress(doc.directives, list(dict.fromkeys(findings)), design)
+    return inline.apply_design(doc.directives, list(dict.fromkeys(findings)), design)
 
 
-def _run_kernel(text: str, name: str) -> list[Finding]:
+def _run_kernel(text: str, name: str, target: str | None = None) -> list[Finding]:
     """Findings of a kernel ``.py`` (:mod:`opdesign.validate.parse.kernel_source`): the rules with ``on_kernel``
-    (once per text in a process, :mod:`opdesign.validate.engine.memo`)."""
-    return memo.findings(("kernel", _rules_token(), text), {memo.KERNEL: name},
-                         lambda: _lint_kernel(text, memo.KERNEL))
+    (once per text and target in a process, :mod:`opdesign.validate.engine.memo`), with its
+    ``# opdesign: disable=`` comments applied (:mod:`opdesign.validate.engine.inline`)."""
+    found = memo.findings(("kernel", _rules_token(), str(target), text), {memo.KERNEL: name},
+                          lambda: _lint_kernel(text, memo.KERNEL, target))
+    return inline.apply(text, found, name)
 
 
 def _rules_token() -> str:
@@ -115,7 +120,7 @@ def _rules_token() -> str:
     return " ".join(map(str, map(id, all_rules().values())))
 
 
-def _lint_kernel(text: str, name: str) -> list[Finding]:
+def _lint_kernel(text: str, name: str, target: str | None = None) -> list[Finding]:
     try:
         source = read_kernel(text)
     except Exception as err:  # noqa: BLE001 - never a traceback
@@ -123,27 +128,30 @@ def _lint_kernel(text: str, name: str) -> list[Finding]:
                         message=_one_line(f"kernel could not be read: {type(err).__name__}: {err}"))]
     ctx = Context(doc=source.document, interfaces=None, interfaces_state="not_given", interfaces_problem="",
                   interfaces_problem_line=1, program=source.program, declared_skeleton=source.skeleton,
-                  kernel=source)
-    findings: list[Finding] = []
-    for rule in all_rules().values():
-        if rule.on_kernel and (source.program is not None or rule.id == SYNTAX_RULE):
-            findings += _check(rule, ctx, name, name)
+                  kernel=source, target_pypto=target)
+    if source.program is not None and source.program.kernel is None:  # OD-KN-08; whole-file rules still run
+        said = Finding(rule=NO_KERNEL_RULE, level="info", file=name, line=1,
+                       message=_one_line(no_kernel_message(source, all_rules())))
+        return list(dict.fromkeys([f for r in WHOLE_FILE_RULES for f in _check(all_rules()[r], ctx, name, name)] + [said]))
+    attention = source.program is not None and is_attention_kernel(ctx)
+    findings = [f for rule in all_rules().values() if rule.on_kernel and (attention or not rule.attention_only)
+                and (source.program is not None or rule.id == SYNTAX_RULE) for f in _check(rule, ctx, name, name)]
     return list(dict.fromkeys(findings))
 
 
 IfaceInput = tuple[str, str | None] | tuple[None, str, str, int]
 
 
-def _run_memo(text: str, design: str, iface_name: str, iface: IfaceInput) -> list[Finding]:
+def _run_memo(text: str, design: str, iface_name: str, iface: IfaceInput, target: str | None = None) -> list[Finding]:
     """:func:`_run` once per (text, interface input) in a process (:mod:`opdesign.validate.engine.memo`).
 
     ``iface``: ``(state, text)`` of an interface text to load (text None: none given), or the
     ``(None, state, problem, line)`` of one that could not be read."""
-    key = ("design", _rules_token(), text, *("\x00none" if part is None else str(part) for part in iface),
+    key = ("design", _rules_token(), str(target), text, *("\x00none" if part is None else str(part) for part in iface),
            str(len(iface)))
     names = {memo.DESIGN: design, memo.INTERFACES: iface_name}
     loaded = (lambda: _interfaces(iface[1], iface[0])) if len(iface) == 2 else (lambda: iface)
-    return memo.findings(key, names, lambda: _run(text, memo.DESIGN, memo.INTERFACES, loaded()))
+    return memo.findings(key, names, lambda: _run(text, memo.DESIGN, memo.INTERFACES, loaded(), target))
 
 
 def _check(rule, ctx: Context, design: str, iface_name: str) -> list[Finding]:
@@ -177,46 +185,22 @@ def _one_line(message: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _suppress(directives: Iterable, findings: list[Finding], design: str) -> list[Finding]:
-    """Apply ``<!-- opdesign: disable=ID -->``: warning-level rules only; each use listed as info."""
-    notes: list[Finding] = []
-    disabled: dict[str, int] = {}
-    for directive in directives:
-        for rule_id in directive.rule_ids:
-            rule = get_rule(rule_id)
-            if rule is None:
-                why = f"unknown rule id {rule_id} in a disable comment"
-            elif rule.level == "error":
-                why = f"{rule_id} is error-level and cannot be suppressed: fix the design instead"
-            elif rule.level == "info":
-                why = f"{rule_id} is info-level: there is nothing to suppress"
-            else:
-                disabled.setdefault(rule_id, directive.line)
-                continue
-            notes.append(Finding(rule=SUPPRESSION_RULE, level="info", message=why, file=design, line=directive.line))
-    counts = Counter(f.rule for f in findings if f.rule in disabled)
-    kept = [f for f in findings if f.rule not in disabled]
-    notes += [Finding(rule=SUPPRESSION_RULE, level="info", file=design, line=line,
-                      message=f"{rule_id} suppressed for this document ({counts[rule_id]} finding(s))")
-              for rule_id, line in disabled.items()]
-    return kept + notes
-
-
 def _unusable(name: str, why: str) -> Finding:
     return Finding(rule=UNUSABLE_RULE, level="error", message=f"input unusable: {why}", file=name, line=1)
 
 
-def validate_kernel_text(text: str, name: str = "kernel.py") -> Report:
-    """Validate PyPTO kernel source held in memory (a ``.py``; see :mod:`opdesign.validate.parse.kernel_source`)."""
+def validate_kernel_text(text: str, name: str = "kernel.py", target_pypto: str | None = None) -> Report:
+    """Validate PyPTO kernel source held in memory (a ``.py``; see :mod:`opdesign.validate.parse.kernel_source`)
+    against ``target_pypto`` (None: the pinned release)."""
     try:
         _check_text(text)
     except Unusable as err:
         return Report.build([name], [_unusable(name, str(err))])
-    return Report.build([name], _run_kernel(text, name))
+    return Report.build([name], _run_kernel(text, name, target_pypto))
 
 
 def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | None = None,
-                  interfaces_name: str | None = None) -> Report:
+                  interfaces_name: str | None = None, target_pypto: str | None = None) -> Report:
     """Validate DESIGN.md text held in memory (the agent entry point).
 
     Args:
@@ -226,13 +210,14 @@ def validate_text(text: str, name: str = DESIGN_NAME, interfaces_text: str | Non
             interface rules are skipped and said so (OD-IF-02, info).
         interfaces_name: file name for interface findings (default: ``eval/module_interfaces.yaml``
             next to ``name``).
+        target_pypto: the PyPTO release or commit the kernel code is checked against (None: pinned).
     """
     iface_name = interfaces_name or str(PurePosixPath(name).parent.joinpath(*INTERFACES_PATH))
     try:
         _check_text(text)
     except Unusable as err:
         return Report.build([name], [_unusable(name, str(err))])
-    return Report.build([name], _run_memo(text, name, iface_name, ("not_given", interfaces_text)))
+    return Report.build([name], _run_memo(text, name, iface_name, ("not_given", interfaces_text), target_pypto))
 
 
 def _read(path: Path) -> str:
@@ -240,8 +225,19 @@ def _read(path: Path) -> str:
     return decode(_read_bytes(path))
 
 
+#: bytes already read for this run, by path (:mod:`opdesign.validate.engine.bulk`: the cache key's bytes are
+#: the bytes checked); each is served once
+_PRELOADED: dict[Path, bytes | Unusable] = {}
+
+
 def _read_bytes(path: Path) -> bytes:
     """The bytes of :func:`_read`."""
+    if _PRELOADED:
+        held = _PRELOADED.pop(path, None)
+        if isinstance(held, Unusable):
+            raise held
+        if held is not None:
+            return held
     from opdesign.errors import NotFoundError, OpdesignError
     from opdesign.io.safefs import read_regular
 
@@ -256,7 +252,7 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
+def kernel_findings_loaded(name: str, data: bytes | Unusable, target_pypto: str | None = None) -> list[Finding]:
     """Findings of a kernel ``.py`` whose bytes were already read (or why they could not be)."""
     try:
         if isinstance(data, Unusable):
@@ -264,17 +260,17 @@ def kernel_findings_loaded(name: str, data: bytes | Unusable) -> list[Finding]:
         text = decode_source(data)
     except Unusable as err:
         return [_unusable(name, str(err))]
-    return _run_kernel(text, name)
+    return _run_kernel(text, name, target_pypto)
 
 
 def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: bytes | Unusable | None,
-                    kernels: Iterable[tuple[str, bytes | Unusable]] = ()) -> Report:
+                    kernels: Iterable[tuple[str, bytes | Unusable]] = (), target_pypto: str | None = None) -> Report:
     """Validate a DESIGN.md whose bytes were already read (or why they could not be), with the bytes of its
     interface file (None: not there) and of the folder's kernel sources (``(name, bytes)``, sorted by name);
     the findings :func:`validate_paths` gives for the same files."""
     kernels = list(kernels)
     names = [name] + [k for k, _d in kernels]
-    extra = [f for k, d in kernels for f in kernel_findings_loaded(k, d)]
+    extra = [f for k, d in kernels for f in kernel_findings_loaded(k, d, target_pypto)]
     try:
         if isinstance(data, Unusable):
             raise data
@@ -291,10 +287,10 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
             loaded = ("ok", decode(iface))
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra)
+    return Report.build(names, _run_memo(text, name, iface_name, loaded, target_pypto) + extra)
 
 
-def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
+def _validate_kernel_file(path: Path, name: str, target: str | None = None) -> list[Finding]:
     try:
         text = decode_source(_read_bytes(path))
     except Unusable as err:
@@ -303,7 +299,7 @@ def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
         kernel = path.name.removesuffix("_scaffold.py") + "_kernel.py"
         return [_unusable(name, f"this is the numpy scaffold of `opdesign new` (no PyPTO kernel in it); run it with "
                                 f"`python {name}`, and validate {kernel} or the operator folder")]
-    return _run_kernel(text, name)
+    return _run_kernel(text, name, target)
 
 
 def _kernel_files(folder: Path) -> list[Path]:
@@ -314,16 +310,16 @@ def _kernel_files(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
+def _validate_file(given: str, target: str | None = None) -> tuple[list[str], list[Finding]]:
     """(files looked at, findings) of one argument: a DESIGN.md, a kernel ``.py`` or an operator folder
     (its DESIGN.md with the interface file, and its kernel sources)."""
     path = Path(given)
     name = given
     if path.suffix == ".py" and not path.is_dir():
-        return [name], _validate_kernel_file(path, name)
+        return [name], _validate_kernel_file(path, name, target)
     kernels: list[tuple[str, list[Finding]]] = []
     if path.is_dir():
-        kernels = [(str(k), _validate_kernel_file(k, str(k))) for k in _kernel_files(path)]
+        kernels = [(str(k), _validate_kernel_file(k, str(k), target)) for k in _kernel_files(path)]
         path = path / DESIGN_NAME
         name = str(path)
     files = [name] + [k for k, _f in kernels]
@@ -345,7 +341,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface) + extra
+    return files, _run_memo(text, name, iface_name, iface, target) + extra
 
 
 def _is_spec(path: Path, text: str) -> bool:
@@ -378,19 +374,3 @@ def _is_spec(path: Path, text: str) -> bool:
     from opdesign.spec import Spec  # the SPEC model only for a YAML file that names an op
 
     return len(keys & set(Spec.model_fields)) >= 3
-
-
-def validate_paths(paths: Iterable[str | Path]) -> Report:
-    """Validate DESIGN.md files, kernel ``.py`` files or operator directories.
-
-    Each DESIGN.md is checked with the ``eval/module_interfaces.yaml`` beside it; a directory means
-    its DESIGN.md and its ``*_kernel.py`` / ``*_impl.py`` files (each finding names its file).
-    ``Report.exit_code`` is 2 when an input is unusable, else 1 with any
-    error-level finding, else 0.
-    """
-    files, findings = [], []
-    for given in paths:
-        names, found = _validate_file(str(given))
-        files += names
-        findings += found
-    return Report.build(files, findings)

@@ -165,6 +165,10 @@ class Program:
     nodes: list[Node]
     kernel: Node | None
     constants: dict[str, int]
+    #: every kernel of a kernel file (:func:`opdesign.validate.parse.kernel_source.find_kernels`), ``kernel`` first
+    kernels: list[Node] = field(default_factory=list)
+    #: names the kernel file binds at module level, statements kept or not (``*``: a star import)
+    module_bound: frozenset[str] = frozenset()
     _values: Any = field(default=None, repr=False, compare=False)  # opdesign.validate.analysis.values.read_values
     #: the whole walk, listed on its first use (not an init field: ``dataclasses.replace`` starts afresh)
     _walked: list[tuple[Node, tuple[Node, ...]]] | None = field(default=None, init=False, repr=False, compare=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from opdesign.catalog.pypto_api import known_targets
+from opdesign.errors import InputError
 from opdesign.validate.analysis.api_surface import check_source, load_api_surface
 from opdesign.validate.api import Context, Hit, rule
 
@@ -30,21 +32,29 @@ def check_api_surface(ctx: Context) -> Iterator[Hit]:
     ``view`` / ``assemble`` offsets have the indexed tensor's rank (reshape to 2-D first). Code that
     does not parse as Python is left to OD-PC-02.
 
+    The target is the pinned release unless ``--target-pypto`` / the ``target-pypto`` setting names
+    another manifest (a later source commit). A name the target lacks but a later manifest has is
+    reported as "not in PyPTO 0.2.0 (added later ...)", once per line. A design whose block names its
+    release (``pypto: 0.2.0``) is checked against that release's manifest.
+
     Applies to hand-written designs (no ``opdesign:`` block) and to designs whose block names the
     release they target (``pypto: 0.2.0``); an ``opdesign:`` block without ``pypto`` comes from an
     opdesign version that wrote card-notation pseudocode, not a kernel for a release."""
     program = ctx.program
     if program is None or not program.parsed:
         return
-    api = load_api_surface()
+    api = load_api_surface(ctx.target_pypto)
     if ctx.block is not None:
         target = ctx.block.get("pypto")
         if target is None:
             return
-        if str(target) != api.release:
-            yield Hit(ctx.block_line("pypto"), f"the design targets PyPTO {target}; opdesign's API manifest is "
-                                               f"PyPTO {api.release}, so its names were not checked")
-            return
+        if str(target) != api.release and str(target) != api.target:
+            try:  # the block names the release the design is for: its manifest, when opdesign ships it
+                api = load_api_surface(str(target))
+            except InputError:
+                yield Hit(ctx.block_line("pypto"), f"the design targets PyPTO {target}; opdesign's API manifests "
+                                                   f"are {', '.join(known_targets())}, so its names were not checked")
+                return
     try:
         hits = check_source(program.fence.content, api)
     except SyntaxError:

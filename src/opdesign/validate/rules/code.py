@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.analysis import codeflow
-from opdesign.validate.analysis.codeorder import Carried, Order, defined_names, module_names
+from opdesign.validate.analysis.attention_chain import has_attention_chain
+from opdesign.validate.analysis.codeorder import Carried, Order, defined_names, functions, module_names
 from opdesign.validate.parse.pseudocode import Program, call_name, dotted, keyword, unparse
 from opdesign.validate.analysis.loops import loop_role, loop_var, parsed_program
 from opdesign.validate.api import Context, Hit, rule, skeletons
@@ -66,6 +67,12 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     skeletons this rule reports it, and a vector op right after a matmul with no
     ``set_vec_tile_shapes`` since that matmul.
 
+    Shapes are compared by value under the kernel's int constants (module constants, and names bound to
+    one int everywhere: a factory's ``q_tile = 128`` equals ``kv_tile = 128``). On a kernel file that
+    names no skeleton and has no C1 -> V1 -> C2 chain (:mod:`opdesign.validate.analysis.attention_chain`), matmuls
+    of different shapes may share one TileShape (a unit test of two matmuls): only a matmul with no
+    TileShape at all is reported there.
+
     Applies to kernel files, hand-written designs (no ``opdesign:`` block) and designs whose block
     names the release they target (``pypto: 0.2.0``), as OD-PC-05: the SK-02 card's notation sets the
     TileShapes once outside the loops, which PyPTO 0.2.0 does not do (SK-02-R5)."""
@@ -73,6 +80,9 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
     if program is None or (ctx.block is not None and ctx.block.get("pypto") is None):
         return
     vec_rule = bd.rules_skeleton(ctx) is not skeletons().fallback  # the fallback (SK-01) has SK-01-R1 for vector stages
+    # stages of different shapes exist in attention: a kernel file without the C1 -> V1 -> C2 chain (two
+    # matmuls of a unit test under one TileShape that covers both) is not judged on sharing
+    stages = ctx.kernel is None or ctx.declared_skeleton is not None or has_attention_chain(program)
     group: list[tuple[tuple[str, ...] | None, int]] | None = None
     need_vec = vec_since_cube = False
     for node, _loops, state, flow in codeflow.walk(program):
@@ -99,7 +109,7 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
                 elif vec_rule and vec_before:
                     yield Hit(line, "matmul runs under the vector TileShape set since the last "
                                     "set_cube_tile_shapes: set one before this stage")
-                elif other is not None:
+                elif other is not None and stages:
                     yield Hit(line, f"matmul (M, K, N) = ({', '.join(key)}) shares the set_cube_tile_shapes of the "
                                     f"matmul at line {other[1]} ({', '.join(other[0])}): set one before each stage")
                 group = (group or []) + [(key, line)]
@@ -108,6 +118,14 @@ def check_tile_shape_per_matmul(ctx: Context) -> Iterator[Hit]:
                 need_vec = False
                 yield Hit(program.call_line(call, node), f"vector op {name} after a matmul runs on the cube "
                                                          "TileShape: set_vec_tile_shapes before the vector stage")
+
+
+def argument(call: ast.Call, position: int, name: str | None) -> ast.expr | None:
+    """The argument at ``position``, else the keyword ``name`` (``pypto.view(input=t, shape=s, offsets=o)``),
+    else None: keyword-only calls never index past the positional arguments."""
+    if len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return keyword(call, name) if name is not None else None
 
 
 def _targets(stmt: ast.stmt) -> list[tuple[str, bool]]:
@@ -263,10 +281,8 @@ def check_batch_head_offsets(ctx: Context) -> Iterator[Hit]:
             name = call_name(call)
             if not dotted(call.func).startswith("pypto.") or name not in ("view", "assemble"):
                 continue
-            tensor, offsets = ((call.args[0], call.args[2] if len(call.args) > 2 else keyword(call, "offsets"))
-                               if name == "view" else
-                               (call.args[2] if len(call.args) > 2 else None, call.args[1] if len(call.args) > 1
-                                else None))
+            tensor, offsets = ((argument(call, 0, "input"), argument(call, 2, "offsets")) if name == "view" else
+                               (argument(call, 2, None), argument(call, 1, None)))  # assemble(src, offsets, dst)
             if tensor is None or offsets is None or not flow.value(tensor, state).batched:
                 continue
             deps = flow.value(offsets, state).deps
@@ -304,13 +320,12 @@ def check_read_before_assignment(ctx: Context) -> Iterator[Hit]:
     top = [n.stmt for n in program.nodes if n.stmt is not None
            and not isinstance(n.stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     scopes: list[tuple[list[ast.stmt], set[str]]] = [(top, defined_names(program))]
-    for node in program.nodes:
-        fn = node.stmt
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = fn.args
-            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-            params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-            scopes.append((fn.body, module | params))
+    for fn, enclosing in functions(program):  # at any depth: a factory's kernel reads the factory's names
+        args = fn.args
+        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        scopes.append((fn.body, module | enclosing | params))
+    star = "*" in program.module_bound  # ``from x import *``: a name bound nowhere may come from it
     for body, bound in scopes:
         order = Order(bound)
         for stmt in body:
@@ -320,10 +335,11 @@ def check_read_before_assignment(ctx: Context) -> Iterator[Hit]:
             if name in seen:
                 continue
             later = order.first_bind.get(name)
-            if later is None and ctx.kernel is None:
+            if later is None and (ctx.kernel is None or star):
                 continue
             seen.add(name)
             line = program.fence.first_line + lineno - 1
             where = (f"its first assignment is at line {program.fence.first_line + later - 1}" if later is not None
                      else "it is never assigned")
             yield Hit(line, f"{name} is read before it is bound ({where})")
+

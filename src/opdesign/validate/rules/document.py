@@ -16,6 +16,7 @@ from opdesign.catalog.headings import HEADINGS, SUBHEADINGS
 from opdesign.validate.parse.prose import holds_python, prose_pseudocode
 from opdesign.validate.api import Context, Hit, rule
 
+_VERSION_TEXT = re.compile(r"^\d+(\.\d+)*$")  # a version number written as a string
 PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")
 SLOT = re.compile(r"<([^<>\n]{1,80})>")
 BRACED = re.compile(r"\{\s*[^\W\d][\w .\-|/]*\}")  # {slot}, {a|b} and {a / b} choice slots
@@ -86,7 +87,9 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     """``schema_version`` (an integer), ``op_name`` (a non-empty string) and ``dynamic_axes``
     (a non-empty list: a design needs at least one real dynamic axis, domain.md §9). Each axis is a
     name (``[B]``, ``["B", "S"]``: how both CANNBot templates write it) or a mapping with a non-empty
-    ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi."""
+    ``name`` (how opdesign writes it); a mapping's ``range``, when given, is ``[lo, hi]`` integers, lo <= hi.
+    Without the ``opdesign:`` block, a string ``schema_version`` such as ``"2.1"`` (CANNBot's earlier
+    template) is accepted with an info."""
     data = ctx.doc.front.data
     if not isinstance(data, dict):
         return
@@ -94,6 +97,10 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     version = data.get("schema_version")
     if "schema_version" not in data:
         yield Hit(first, "front matter has no schema_version")
+    elif isinstance(version, str) and _VERSION_TEXT.match(version.strip()) and ctx.block is None:
+        yield Hit(ctx.doc.front.line("schema_version"),
+                  f"schema_version is the string {version!r}, as CANNBot's earlier DESIGN.md template writes it; "
+                  "accepted (the current contract writes an integer)", level="info")
     elif not isinstance(version, int) or isinstance(version, bool) or version < 1:
         yield Hit(ctx.doc.front.line("schema_version"), f"schema_version must be a positive integer, got {version!r}")
     name = data.get("op_name")
@@ -105,7 +112,9 @@ def check_front_keys(ctx: Context) -> Iterator[Hit]:
     if "dynamic_axes" not in data:
         yield Hit(first, "front matter has no dynamic_axes (at least one real dynamic axis is required)")
     elif not isinstance(axes, list) or not axes:
-        yield Hit(ctx.doc.front.line("dynamic_axes"), f"dynamic_axes must be a non-empty list, got {axes!r}")
+        yield Hit(ctx.doc.front.line("dynamic_axes"), "dynamic_axes is empty: list at least one dynamic axis, by name "
+                  "([B]) or as a mapping (- {name: seq_kv})" if axes in (None, [], "") else
+                  f"dynamic_axes must be a list of axes, got the {type(axes).__name__} {axes!r}")
     else:
         for i, axis in enumerate(axes):
             where = ctx.doc.front.line("dynamic_axes", i)
@@ -256,7 +265,9 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
     CANNBot template: tiling parameters, implementation config, loops and state in the decisions chapter (first column ``parameter`` / ``option`` /
     ``loop`` / ``state``, or ``参数`` / ``配置`` / ``循环`` / ``状态``); design checks (``check`` /
     ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
-    verification plan. A missing table is reported at its chapter heading."""
+    verification plan. A missing table is reported at its chapter heading: an error with the ``opdesign:``
+    block, a warning without it (CANNBot's ``references/artifacts.yaml`` requires headings and keys, not
+    tables: decisions written as prose bullets are valid, only not checkable). An empty table: an error."""
     for table in ctx.doc.tables:
         if _is_empty(table.rows):
             yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
@@ -268,7 +279,10 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
                  else [t for t in ctx.doc.tables if t.chapter == chapter and _matches(t.header, aliases)])
         if not found:
             wanted = " / ".join(a for a in aliases if a != "*")
-            yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')")
+            cannbot = ctx.block is None  # a CANNBot design: its contract asks for headings and keys, not tables
+            yield Hit(heading.line, f"chapter '{heading.text}' has no {name} table (column '{wanted}')" + (
+                ": opdesign's convention, not the CANNBot contract; a table makes it checkable" if cannbot else ""),
+                level="warning" if cannbot else None)
 
 
 @rule("OD-DOC-12", "warning", "document", "CANNBot quality self-check (typical configs, 7 columns)",
@@ -281,13 +295,13 @@ def check_typical_configs(ctx: Context) -> Iterator[Hit]:
     ``优先级`` column (name, type functional / performance, priority P0-P3, parameters, input and
     output shapes, note: the CANNBot quality self-check); verification runs them in priority order.
     A warning, not an error: the current CANNBot template (``DESIGN.md.tmpl``) has no such table and
-    a design written from it is otherwise complete."""
+    a design written from it is otherwise complete; without the ``opdesign:`` block, an info."""
     heading = ctx.doc.chapter_heading("contract")
     if heading is None:
         return
     if not any(t.chapter == "contract" and _matches(t.header, TYPICAL_CONFIGS) for t in ctx.doc.tables):
         yield Hit(heading.line, f"chapter '{heading.text}' has no typical configurations table "
-                                "(column 'priority / 优先级')")
+                                "(column 'priority / 优先级')", level=None if ctx.block is not None else "info")
 
 
 def design_check_tables(ctx: Context) -> list[Any]:
@@ -370,7 +384,12 @@ def check_suppressions(ctx: Context) -> Iterator[Hit]:
     """``<!-- opdesign: disable=RULE-ID[,RULE-ID] -->`` anywhere in the Markdown (not in code) suppresses
     those warning-level rules for the whole document; each use is listed as info. Error-level rules
     cannot be suppressed (fix the design instead), info rules need no suppression; both are said so
-    in an info finding, as is an unknown rule id. Emitted by the engine after all checks ran."""
+    in an info finding, as is an unknown rule id. A disable that suppresses nothing is a warning.
+
+    In a kernel ``.py``, ``# opdesign: disable=RULE-ID[,RULE-ID]`` suppresses those rules on its line and
+    ``# opdesign: disable-file=RULE-ID`` in the whole file, at any level (not OD-DOC-01); an unknown id
+    and a disable that suppresses nothing are warnings (:mod:`opdesign.validate.engine.inline`). Suppressed
+    findings are listed in SARIF with ``suppressions``. Emitted by the engine after all checks ran."""
     return iter(())
 
 

@@ -21,7 +21,65 @@ from opdesign.validate.parse.pseudocode import (
 )
 from opdesign.validate.analysis.scopes import scopes
 from opdesign.validate.api import Context, Hit, rule
-from opdesign.validate.analysis.values import declared_axes, is_dynamic
+from opdesign.validate.analysis.values import DYNAMIC, Values, declared_axes, is_dynamic, read_values
+from opdesign.validate.parse.pseudocode import Node, Program
+from opdesign.validate.analysis import astnodes
+
+
+def _stores(stmt: ast.AST | None) -> set[str]:
+    """Names a statement stores (its own header only for a compound statement)."""
+    if stmt is None:
+        return set()
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        parts = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        parts = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    elif isinstance(stmt, (ast.If, ast.While)):
+        parts = [stmt.test]
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    else:
+        parts = [stmt]
+    return {n.id for p in parts for n in astnodes.walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _stored_below(nodes: list[Node]) -> set[str]:
+    out: set[str] = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        out |= _stores(node.stmt)
+        stack += node.body
+    return out
+
+
+def reaching_bindings(program: Program) -> dict[int, dict[str, ast.expr]]:
+    """For each Python ``range`` loop node: the names whose one binding in force there is known (a plain
+    ``name = value`` earlier in the same block or an enclosing one, not rebound in a branch or a loop body
+    since), with that value. A name rebound to a static value after a dynamic one (``n = seq // T`` ...
+    ``n = 4``) is then read by the binding in force (C-SYM-06: rebinding clears the symbolic mark)."""
+    out: dict[int, dict[str, ast.expr]] = {}
+
+    def visit(nodes: list[Node], env: dict[str, ast.expr]) -> None:
+        for node in nodes:
+            if node.loop_kind == "range" and env:
+                out[id(node)] = dict(env)
+            s = node.stmt
+            for name in _stores(s):
+                env.pop(name, None)
+            if isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets):
+                for t in s.targets:
+                    env[t.id] = s.value
+            if node.body:
+                below = _stored_below(node.body)
+                inner = {} if node.kind == "def" else {k: v for k, v in env.items()
+                                                       if not (node.loop_kind or node.kind == "while") or k not in below}
+                visit(node.body, inner)
+                for name in below:
+                    env.pop(name, None)
+
+    visit(program.nodes, {})
+    return out
 
 @rule("OD-PC-01", "error", "pseudocode", "CANNBot DESIGN.md template (pseudocode chapter)",
       "the pseudocode chapter is empty: no code block and no text",
@@ -85,13 +143,27 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
     any scope (a cube op in a vector scope failed with F41007 OP_SCOPE_ERROR), while real kernels for
     the Ascend 950 open one mixed scope around C1, V1 and C2 (hicann/pypto
     ``flash_attention_mha_impl.py`` scope 5001, ``sparse_flash_attention_quant_impl.py`` scope 20001,
-    under ``if pypto.platform.npuarch == 'DAV_3510'``). SK-02 keeps C1 + V1 + C2 in one
+    under ``if pypto.platform.npuarch == 'DAV_3510'``).
+
+    A function whose only scope is set in its own body outside any loop and closed there after the
+    loops (or never) keeps that scope over its whole body on purpose: hicann/pypto's own system tests of cube-vector fusion
+    (``python/tests/st/operation/matmul/test_matmul_l0c2ub.py``, ``test_matmul_ub2l1.py``, added after
+    0.2.0) open ``sg_set_scope(10000)`` at the top of the kernel around a ``pypto.loop`` of matmul + add
+    and close it after the loop. AT-21-R4's consequence is that such a scope is ignored or merges unrelated
+    work, not a failure to compile, so this is a warning; a scope among others, or one opened inside a
+    loop, that crosses a boundary is an error. SK-02 keeps C1 + V1 + C2 in one
     ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""
     if ctx.program is None:
         return
     sk = bd.rules_skeleton(ctx)
     info = scopes(ctx.program, cube_in_scope=sk is not None and sk.cube_in_vector_scope)
     for line, value, why in info.unclosed:
+        if line in info.whole_function:
+            yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}; it is the function's "
+                            "only scope, opened in its body and closed there after the loops (or never): kept over "
+                            "the whole function on purpose, as framework tests of cube-vector fusion do; AT-21-R4: "
+                            "a scope across a pypto.loop is ignored or merges unrelated work", level="warning")
+            continue
         yield Hit(line, f"sg_set_scope({value}) is not closed with sg_set_scope(-1) {why}")
     for line, value, opened in info.cube_in_scope:
         yield Hit(line, f"matmul inside sg_set_scope({value}) opened at line {opened}: AT-21-R1 keeps cube ops outside "
@@ -122,8 +194,8 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     The card says "first statement"; real kernels compute Python values first (``head_dim =
     q.shape[2]``, tile constants, 2-D ``reshape`` of the inputs) and set the option after them
     (hicann/pypto ``flash_attention_mha_impl.py``), which changes nothing, so statements without a
-    computing PyPTO operation (assignments, TileShape and pass options, ``reshape`` / ``view``) may
-    come before it. Set after an operation: an error.
+    computing PyPTO operation (assignments, TileShape and pass options, ``reshape`` / ``view``, bare buffer
+    allocations such as ``pypto.tensor([d, d], pypto.DT_FP32)``, not a filling ``full``) may come before it. Set after an operation: an error.
     Not set at all: a warning, since the card requires it but real attention kernels run without it
     (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""
     program = ctx.program
@@ -149,7 +221,9 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
 
 #: pypto calls that configure or steer instead of compute: they may come before ``combine_axis``.
 _CONFIG_PREFIXES = ("set_", "get_", "is_")
-_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit", "reshape", "view"})  # + layout-only ops
+#: + layout-only ops, and bare allocations (a buffer allocated, not filled, before the option holds no
+#: broadcast; ``full`` / ``zeros`` compute their fill and count as operations)
+_CONTROL = frozenset({"loop", "loop_unroll", "cond", "dynamic", "jit", "reshape", "view", "tensor", "empty"})
 
 
 def _sets_combine_axis(call: ast.Call) -> bool:
@@ -223,9 +297,21 @@ def check_range_bounds(ctx: Context) -> Iterator[Hit]:
     whether the axis is dynamic) is not reported."""
     if ctx.program is None:
         return
+    reaching = reaching_bindings(ctx.program)
+    declared = declared_axes(ctx.front)
     for node, _loops in ctx.program.walk():
         if node.loop_kind == "range":
-            bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared_axes(ctx.front), node)]
+            over = reaching.get(id(node), {})
+            if over:  # a name rebound before the loop (``n = 4``): the binding in force decides, not every one
+                try:
+                    scope = read_values(ctx.program, declared).at(node)
+                    here = Values(bindings={k: [v] for k, v in over.items()}, dynamic_dims=scope.dynamic_dims,
+                                  parent=scope)
+                    bad = [a for a in node.stmt.iter.args if here.kind(a) == DYNAMIC]
+                except RecursionError:
+                    bad = []
+            else:
+                bad = [a for a in node.stmt.iter.args if is_dynamic(ctx.program, a, declared, node)]
             if bad:
                 yield Hit(node.line, f"range over symbolic bound {', '.join(unparse(a) for a in bad)}: use pypto.loop")
 
