@@ -14,7 +14,7 @@ from conftest import run_cli
 from validate_support import FIXTURES
 
 from opdesign.catalog.pypto_api import load_api_surface
-from opdesign.cli import app
+from opdesign.cli.app import app
 from opdesign.errors import ConfigError
 from opdesign.validate import engine, validate_kernel_text, validate_paths, validate_text
 from opdesign.validate.engine import bulk, memo, settings

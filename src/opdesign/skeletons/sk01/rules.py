@@ -180,7 +180,7 @@ def q_tile_loop(program, kv, parent):
     """The Q-tile loop around the KV-tile loop: the loop directly around it unless its name, index or bound
     says it is a batch / head / KV loop (a decode kernel has no Q-tile loop: its KV loop sits in the batch
     or head loop), else the nearest enclosing loop that says Q tile; None when there is none."""
-    from opdesign.validate.rules.code import loop_role
+    from opdesign.validate.analysis.loops import loop_role
 
     if parent is None:
         return None
