@@ -64,6 +64,12 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     "kv_range_ceil_to_floor": ("causal", "-(-hi // KV_TILE) - lo // KV_TILE", "hi // KV_TILE - lo // KV_TILE"),
     "block_table_clamp_removed": ("paged_fp8", "block_id = max(int(table_row[logical]), 0)",
                                   "block_id = int(table_row[logical])"),
+    # issue 30 item 1: a KV tile of two 64-token pages reaches column 17 of the 17-column table of
+    # seq_kv 1030 (ceil(1030 / 64)); the kernel clamps the column to the table's last one
+    "page_table_overrun": ("paged_fp8", "logical = min(kv_off // BLOCK_SIZE + page, table_row.shape[0] - 1)",
+                           "logical = kv_off // BLOCK_SIZE + page"),
+    # unused entries carry a block id the gather cannot clamp (the contract's pad id is -1)
+    "page_table_wrong_padding_value": ("paged_fp8", "PAD_ID = -1", "PAD_ID = 1 << 20"),
     "fp8_p_not_rounded": ("paged_fp8", "pij_c = to_e4m3(pij_v * p_scale)", "pij_c = pij_v * p_scale"),
     "fp8_output_scaled_0_8": ("paged_fp8", "round_to_input(o_tile[:q_valid])", "round_to_input(0.8 * o_tile[:q_valid])"),
     "fp8_v_scale_dropped": ("paged_fp8", "pij_v = pij * vs[None, :]", "pij_v = pij"),

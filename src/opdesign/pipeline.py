@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
 from opdesign.plan.models import Plan
+from opdesign.plan.runnable import check_runnable
 from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
 from opdesign.render.write import write_artifacts
@@ -145,10 +146,16 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
     be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
     ``plan``: a plan made already (``opdesign new --candidate`` / ``--tiles``: :mod:`opdesign.candidate`).
     ``params``: cost-model figures of the ranking (default: the committed calibration, else CostParams).
+    A typical config that differs from an axis the kernel fixes at compile time is refused
+    (:func:`opdesign.plan.runnable.check_runnable`, ``spec_invalid``) before anything is written.
     """
     if plan is None:
         plan = (plan_from_spec(spec, spec_path, tuning=True, params=params) if spec is not None
                 else plan_from_spec_file(spec_path, tuning=True, params=params))
+    try:  # the kernel written below must run every typical config (issue 30 item 6)
+        check_runnable(plan)
+    except SpecError as err:
+        raise SpecError(f"{spec_path}: {err.message}", err.details) from None
     files = render_all(plan, lang)
     out = Path(out_dir) if out_dir is not None else Path(plan.op_name)
     paths = [out / rel for rel in files]

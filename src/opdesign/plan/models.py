@@ -114,6 +114,16 @@ class TensorSpec(_Model):
                                                "(FP8 E4M3 V travels as int8); not part of the interface file")
 
 
+class PageTable(_Model):
+    """The paged KV contract of ``block_table`` (AT-17), one field for the kernel, its self-check, the
+    numpy scaffold and DESIGN.md: how wide the caller's table must be, what unused entries hold and how
+    a KV tile's page column past the table is read."""
+
+    min_width: str = Field(description="the least max_blocks_per_seq a caller passes (expression)")
+    pad_id: int = Field(description="block id of an unused entry (clamped to 0 before the page is read)")
+    column_bound: str = Field(description="the largest column the kernel reads (expression)")
+
+
 class CoreLoad(_Model):
     """The work of one core in the greedy split."""
 
@@ -199,6 +209,7 @@ class Plan(_Model):
     two_pass_reason: str | None = Field(None, description="the SPEC's reason for two passes (backward)")
     balance: Balance | None = Field(None, description="multi-core split (causal / sliding window)")
     block_size: int | None = Field(None, description="paged KV page size (tokens)")
+    page_table: PageTable | None = Field(None, description="paged KV: the block_table contract (width, padding, bound)")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
                                           description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")

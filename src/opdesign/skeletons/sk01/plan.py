@@ -21,7 +21,7 @@ from opdesign.plan.blocks import balance, kv_block_ranges
 from opdesign.plan.buffers import l0_budgets, l1_budget
 from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
-from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.interfaces import io_tensors, page_table
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.pins import TilePins
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
@@ -287,7 +287,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         risks=_waste(spec, device, q_tile, q_tiles, root_count) + _risks(spec, ub, exp, q_tile, kv_tile, form)
         + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
-        variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
+        variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size,
+        page_table=page_table(s.block_size), window=s.window, topk=s.topk,
         pins=pins, **overrides,
     )
     return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
