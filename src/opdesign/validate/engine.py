@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 from pathlib import Path, PurePosixPath
 
 from opdesign.validate import memo, yamlsafe
@@ -201,6 +202,26 @@ def _suppress(directives: Iterable, findings: list[Finding], design: str) -> lis
     return kept + notes
 
 
+def _cross(text: str, name: str, iface_name: str, iface: IfaceInput, kernels: list[tuple[str, str]]) -> list[Finding]:
+    """Kernel against design (opdesign.validate.crosscheck) for a folder whose DESIGN.md has the block."""
+    from opdesign.validate.crosscheck import cross_check
+
+    if not kernels:
+        return []
+    try:
+        doc = parse(text)
+    except Exception:  # noqa: BLE001 - the document rules report what does not parse
+        return []
+    front = doc.front.data if isinstance(doc.front.data, dict) else {}
+    loaded = _interfaces(iface[1], "ok")[0] if iface[0] == "ok" else None
+    data = loaded.data if loaded is not None and isinstance(loaded.data, dict) else None
+
+    def iface_line(*path: Any) -> int:
+        return loaded.line(*path, default=1) if loaded is not None else 1
+
+    return cross_check(name, front, doc.front.line, data, iface_name, iface_line, kernels)
+
+
 def _unusable(name: str, why: str) -> Finding:
     return Finding(rule=UNUSABLE_RULE, level="error", message=f"input unusable: {why}", file=name, line=1)
 
@@ -290,7 +311,14 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
             loaded = ("ok", decode(iface))
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra)
+    sources = []
+    for k, d in kernels:
+        try:
+            if not isinstance(d, Unusable):
+                sources.append((k, decode_source(d)))
+        except Unusable:
+            pass
+    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra + _cross(text, name, iface_name, loaded, sources))
 
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
@@ -321,8 +349,14 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
     if path.suffix == ".py" and not path.is_dir():
         return [name], _validate_kernel_file(path, name)
     kernels: list[tuple[str, list[Finding]]] = []
+    sources: list[tuple[str, str]] = []
     if path.is_dir():
         kernels = [(str(k), _validate_kernel_file(k, str(k))) for k in _kernel_files(path)]
+        for k in _kernel_files(path):
+            try:
+                sources.append((str(k), decode_source(_read_bytes(k))))
+            except Unusable:
+                pass  # reported by _validate_kernel_file
         path = path / DESIGN_NAME
         name = str(path)
     files = [name] + [k for k, _f in kernels]
@@ -344,7 +378,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface) + extra
+    return files, _run_memo(text, name, iface_name, iface) + extra + _cross(text, name, iface_name, iface, sources)
 
 
 def _is_spec(path: Path, text: str) -> bool:

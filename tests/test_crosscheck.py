@@ -1,0 +1,81 @@
+"""`opdesign validate DIR` compares the kernel with its DESIGN.md block (issue 30, Deliver 2)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES, REPO
+from opdesign.pipeline import new_design
+from opdesign.validate import validate_paths
+
+SPECS = sorted(EXAMPLES.glob("*.yaml")) + sorted((REPO / "tests/fixtures/generated").glob("*.yaml"))
+#: drift the plan itself has today (issue 30 item 2: the performance-form causal kernel runs every KV tile)
+KNOWN = {"gen_perf_causal_tail": {"OD-XC-04"}}
+
+
+def _xc(folder):
+    return [f for f in validate_paths([folder]).findings if f.rule.startswith("OD-XC")]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("xc")
+    out = {}
+    for spec in SPECS:
+        new_design(spec, root / spec.stem, lang="en")
+        out[spec.stem] = root / spec.stem
+    return out
+
+
+@pytest.mark.parametrize("name", [s.stem for s in SPECS])
+def test_generated_folder_passes_the_cross_check(folders, name):
+    assert {f.rule for f in _xc(folders[name])} == KNOWN.get(name, set()), _xc(folders[name])
+
+
+DRIFT = [  # (example, kernel text, drifted text, rule)
+    ("causal_gqa_tail", "\nQ_TILE = 64\n", "\nQ_TILE = 32\n", "OD-XC-01"),
+    ("causal_gqa_tail", "\nKV_TILE = 128\n", "\nKV_TILE = 256\n", "OD-XC-01"),
+    ("causal_gqa_tail", "\nHEAD_DIM = 128\n", "\nHEAD_DIM = 64\n", "OD-XC-01"),
+    ("causal_gqa_tail", "\nGROUP = 4 ", "\nGROUP = 2 ", "OD-XC-01"),
+    ("sk16_backward_lm", "\nNUM_HEADS = 8\n", "\nNUM_HEADS = 4\n", "OD-XC-01"),
+    ("dense_fa_8192", "\nSEQ_KV = 8192\n", "\nSEQ_KV = 4096\n", "OD-XC-01"),
+    ("causal_gqa_tail", "pypto.set_cube_tile_shapes([64, 64], [128, 128], [128, 128])\n                    s = ",
+     "pypto.set_cube_tile_shapes([64, 64], [64, 64], [128, 128])\n                    s = ", "OD-XC-02"),
+    ("causal_gqa_tail", "pypto.set_vec_tile_shapes(16, 128)", "pypto.set_vec_tile_shapes(32, 128)", "OD-XC-02"),
+    ("causal_gqa_tail", "    v: pypto.Tensor(", "    v_other: pypto.Tensor(", "OD-XC-03"),
+    ("dense_fa_8192", "for kj in range(KV_TILES):", "for kj in range(KV_TILES - 1):", "OD-XC-04"),
+    ("causal_gqa_tail", "def causal_gqa_tail_kernel(", "def other_op_kernel(", "OD-XC-05"),
+]
+
+
+@pytest.mark.parametrize("example,old,new,rule", DRIFT, ids=[f"{d[3]}-{i}" for i, d in enumerate(DRIFT)])
+def test_seeded_drift_fails_naming_both_lines(folders, tmp_path, example, old, new, rule):
+    folder = tmp_path / example
+    shutil.copytree(folders[example], folder)
+    kernel = folder / f"{example}_kernel.py"
+    text = kernel.read_text()
+    assert old in text, old
+    kernel.write_text(text.replace(old, new, 1))
+    found = [f for f in _xc(folder) if f.rule == rule]
+    assert found, _xc(folder)
+    report = validate_paths([folder])
+    assert report.exit_code == 1
+    for f in found:
+        m = re.search(r"\(kernel line (\d+); (\S+) line (\d+)\)$", f.message)
+        assert m, f.message
+        assert int(m.group(1)) == f.line and f.file == str(kernel)
+        assert m.group(2).endswith(("DESIGN.md", "module_interfaces.yaml")) and int(m.group(3)) > 1
+    # the kernel line named is the edited one (or the function's, for a parameter / the op name)
+    edited = text.replace(old, new, 1).splitlines()
+    assert any(new.strip().splitlines()[0] in edited[f.line - 1] or "def " in edited[f.line - 1] for f in found), found
+
+
+def test_folder_without_the_block_is_not_cross_checked(tmp_path):
+    """Hand-written kernels beside a DESIGN.md without the `opdesign:` block are not judged against it."""
+    from opdesign.validate.crosscheck import cross_check
+
+    assert cross_check("DESIGN.md", {"op_name": "x"}, lambda *p: 1, None, "i.yaml", lambda *p: 1,
+                       [("a_impl.py", "Q_TILE = 3\n")]) == []
