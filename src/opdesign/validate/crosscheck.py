@@ -66,6 +66,7 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
     return value if isinstance(value, (int, float, list, tuple)) and not isinstance(value, bool) else None
 
 
+
 def _jit_function(tree: ast.Module) -> ast.FunctionDef | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
@@ -238,6 +239,18 @@ def _loop_count(node: ast.For, env: dict[str, Any]) -> int | None:
     return len(range(lo, hi, step))
 
 
+def _bind(node: ast.Assign, env: dict[str, Any]) -> None:
+    """``name = expr`` into ``env`` when expr is a constant expression of known names (else the name is
+    dropped: a later symbolic re-binding must not keep an older constant)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return
+    value = _eval(node.value, env)
+    if value is None:
+        env.pop(node.targets[0].id, None)
+    else:
+        env[node.targets[0].id] = value
+
+
 def _loops(f: _Finder, tree: ast.Module, consts, block) -> None:
     """Performance form: KV steps per (batch, head) of the static loop nest against the plan's count."""
     if block.get("form") != "performance" or block.get("skeleton") != "SK-01":
@@ -248,7 +261,8 @@ def _loops(f: _Finder, tree: ast.Module, consts, block) -> None:
         return
     q_tiles = -(-block["seq_q"] // block["q_tile"])
     plan_steps = block["task_count"] * q_tiles / block["root_count"]
-    env = {k: v for k, (v, _line) in consts.items()}
+    env: dict[str, Any] = {k: v for k, (v, _line) in consts.items()}
+    env.update(min=min, max=max)
     q_loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and ast.unparse(n.target) == "qi"), None)
     if q_loop is None:
         return
@@ -256,9 +270,20 @@ def _loops(f: _Finder, tree: ast.Module, consts, block) -> None:
     n_q = _loop_count(q_loop, env)
     if kv_loop is None or n_q is None:
         return
+    # names the loop bounds read: assignments above the Q loop (q_len = SEQ_Q, diag = ...) and, per Q tile,
+    # those of the Q loop's body above the KV loop (kv_begin, kv_end); symbolic ones stay unknown
+    for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign) and n.lineno < q_loop.lineno),
+                       key=lambda n: n.lineno):
+        _bind(node, env)
     steps = 0
     for qi in range(n_q):
-        n_kv = _loop_count(kv_loop, dict(env, qi=qi))
+        local = dict(env, qi=qi)
+        for node in q_loop.body:
+            if node is kv_loop or node.lineno >= kv_loop.lineno:
+                break
+            if isinstance(node, ast.Assign):
+                _bind(node, local)
+        n_kv = _loop_count(kv_loop, local)
         if n_kv is None:
             return
         steps += n_kv
