@@ -82,3 +82,42 @@ def test_folder_without_the_block_is_not_cross_checked(tmp_path):
 
     assert cross_check("DESIGN.md", {"op_name": "x"}, lambda *p: 1, None, "i.yaml", lambda *p: 1,
                        [("a_impl.py", "Q_TILE = 3\n")]) == []
+
+
+def test_new_force_removes_another_operators_artifacts_and_keeps_other_files(folders, tmp_path):
+    """Item 7: `new --force` into a folder of another operator removes that operator's kernel and scaffold
+    (recognised by the header opdesign writes), keeps every other file; validate then passes."""
+    folder = tmp_path / "op"
+    shutil.copytree(folders["causal_gqa_tail"], folder)
+    (folder / "notes.txt").write_text("mine\n")
+    hand = '"""my_kernel: hand-written\n\nnot generated\n"""\n'
+    (folder / "my_kernel.py").write_text(hand)  # no header marker: not opdesign's
+    new_design(EXAMPLES / "sliding_window_512.yaml", folder, lang="en", force=True)
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["DESIGN.md", "eval", "my_kernel.py", "notes.txt", "sliding_window_512_kernel.py",
+                     "sliding_window_512_scaffold.py"]
+    assert (folder / "my_kernel.py").read_text() == hand and (folder / "notes.txt").read_text() == "mine\n"
+
+
+def test_new_force_puts_the_old_artifacts_back_when_publishing_fails(folders, tmp_path):
+    folder = tmp_path / "op"
+    shutil.copytree(folders["causal_gqa_tail"], folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+    def boom(_paths):
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        new_design(EXAMPLES / "sliding_window_512.yaml", folder, lang="en", force=True, before_publish=boom)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_artifact_of_another_operator_is_an_error(folders, tmp_path):
+    """A scaffold and a kernel that opdesign wrote for another op, beside this op's DESIGN.md: OD-XC-05."""
+    folder = tmp_path / "op"
+    shutil.copytree(folders["causal_gqa_tail"], folder)
+    shutil.copy(folders["dense_fa_8192"] / "dense_fa_8192_scaffold.py", folder)
+    shutil.copy(folders["dense_fa_8192"] / "dense_fa_8192_kernel.py", folder)
+    found = {(f.file.rsplit("/", 1)[-1], f.rule) for f in _xc(folder)}
+    assert ("dense_fa_8192_scaffold.py", "OD-XC-05") in found and ("dense_fa_8192_kernel.py", "OD-XC-05") in found
+    assert validate_paths([folder]).exit_code == 1

@@ -99,6 +99,8 @@ def cross_check(design_name: str, front: dict[str, Any], front_line, iface: dict
             tree = ast.parse(proper)
         except SyntaxError:
             continue  # OD-KN-01 reports it
+        if _jit_function(tree) is None:
+            continue  # no PyPTO kernel in it (a helper module): nothing to compare
         f = _Finder(design_name, name, front_line)
         consts = _ints(tree)
         _op_name(f, tree, text, op_name)
@@ -108,6 +110,26 @@ def cross_check(design_name: str, front: dict[str, Any], front_line, iface: dict
         _loops(f, tree, consts, block)
         found += f.found
     return found
+
+
+def foreign_artifacts(design_name: str, front: dict[str, Any], front_line,
+                      files: Iterable[tuple[str, bytes]]) -> list[Finding]:
+    """OD-XC-05 for the folder's kernels and scaffolds ``(path, first bytes)`` that opdesign wrote for
+    another op than the front matter's ``op_name`` (their header marker names that op)."""
+    from opdesign.render.write import owner
+
+    op_name = front.get("op_name") if isinstance(front, dict) else None
+    if not isinstance(front.get("opdesign") if isinstance(front, dict) else None, dict) or not isinstance(op_name, str):
+        return []
+    out = []
+    for path, head in files:
+        other = owner(path.rsplit("/", 1)[-1], head)
+        if other is not None and other != op_name:
+            out.append(Finding(rule="OD-XC-05", level="error", file=path, line=1,
+                               message=f"an artifact of operator {other} in the folder of {op_name} (kernel line 1; "
+                                       f"{design_name} line {front_line('op_name')}): remove it, or write the "
+                                       f"design with `opdesign new --force`, which removes it"))
+    return out
 
 
 def _op_name(f: _Finder, tree: ast.Module, text: str, op_name: Any) -> None:

@@ -202,11 +202,13 @@ def _suppress(directives: Iterable, findings: list[Finding], design: str) -> lis
     return kept + notes
 
 
-def _cross(text: str, name: str, iface_name: str, iface: IfaceInput, kernels: list[tuple[str, str]]) -> list[Finding]:
-    """Kernel against design (opdesign.validate.crosscheck) for a folder whose DESIGN.md has the block."""
-    from opdesign.validate.crosscheck import cross_check
+def _cross(text: str, name: str, iface_name: str, iface: IfaceInput, kernels: list[tuple[str, str]],
+           heads: list[tuple[str, bytes]] = ()) -> list[Finding]:
+    """Kernel against design (opdesign.validate.crosscheck) for a folder whose DESIGN.md has the block;
+    ``heads``: the first bytes of the folder's generated-looking files (another operator's artifacts)."""
+    from opdesign.validate.crosscheck import cross_check, foreign_artifacts
 
-    if not kernels:
+    if not kernels and not heads:
         return []
     try:
         doc = parse(text)
@@ -219,7 +221,8 @@ def _cross(text: str, name: str, iface_name: str, iface: IfaceInput, kernels: li
     def iface_line(*path: Any) -> int:
         return loaded.line(*path, default=1) if loaded is not None else 1
 
-    return cross_check(name, front, doc.front.line, data, iface_name, iface_line, kernels)
+    return (cross_check(name, front, doc.front.line, data, iface_name, iface_line, kernels)
+            + foreign_artifacts(name, front, doc.front.line, heads))
 
 
 def _unusable(name: str, why: str) -> Finding:
@@ -350,6 +353,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
         return [name], _validate_kernel_file(path, name)
     kernels: list[tuple[str, list[Finding]]] = []
     sources: list[tuple[str, str]] = []
+    heads: list[tuple[str, bytes]] = []
     if path.is_dir():
         kernels = [(str(k), _validate_kernel_file(k, str(k))) for k in _kernel_files(path)]
         for k in _kernel_files(path):
@@ -357,6 +361,11 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
                 sources.append((str(k), decode_source(_read_bytes(k))))
             except Unusable:
                 pass  # reported by _validate_kernel_file
+        for k in sorted(path.glob("*_kernel.py")) + sorted(path.glob("*_scaffold.py")):
+            try:
+                heads.append((str(k), _read_bytes(k)[:4096]))
+            except Unusable:
+                pass
         path = path / DESIGN_NAME
         name = str(path)
     files = [name] + [k for k, _f in kernels]
@@ -378,7 +387,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface) + extra + _cross(text, name, iface_name, iface, sources)
+    return files, _run_memo(text, name, iface_name, iface) + extra + _cross(text, name, iface_name, iface, sources, heads)
 
 
 def _is_spec(path: Path, text: str) -> bool:
