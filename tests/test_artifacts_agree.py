@@ -14,8 +14,12 @@ from opdesign.candidate import pinned_plan
 from opdesign.errors import SpecError
 from opdesign.plan.runnable import check_runnable
 from opdesign.render.design import render_design, render_kernel, render_scaffold
-from opdesign.skeletons.registry import estimate
+from opdesign.skeletons.registry import estimate, static_axes
 from opdesign.spec import load_spec
+
+
+def _runnable(plan):
+    check_runnable(plan, static_axes(plan))
 
 
 def _cfg(name, seed=0, **shape):
@@ -107,7 +111,7 @@ def _dense_with(**shape):
 def test_new_refuses_a_config_the_performance_kernel_cannot_run(tmp_path):
     """Item 6: the performance form compiles SEQ_Q = SEQ_KV = 8192; a typical config at seq 2048 is refused."""
     with pytest.raises(SpecError) as err:
-        check_runnable(estimate(_dense_with(seq_q=2048, seq_kv=2048)))
+        _runnable(estimate(_dense_with(seq_q=2048, seq_kv=2048)))
     assert err.value.message.startswith("typical_configs[2].shape.seq_q: config 'func_s2048' has seq_q 2048")
     assert "SEQ_Q = 8192" in err.value.message
     assert err.value.details["field"] == "typical_configs[2].shape.seq_q"
@@ -134,11 +138,11 @@ def test_sk01_group_is_fixed():
     spec = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
     bad = spec_variant(spec, typical_configs=[_cfg("g2", batch=1, num_heads=4, num_kv_heads=2, seq_q=64, seq_kv=64)])
     with pytest.raises(SpecError) as err:
-        check_runnable(estimate(bad))
+        _runnable(estimate(bad))
     assert "typical_configs[0].shape.num_heads: config 'g2' has num_heads / num_kv_heads = 4 / 2 (group 2)" in err.value.message
     assert "GROUP = 4" in err.value.message
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_example_is_runnable(path):
-    check_runnable(estimate(load_spec(path)))  # no SpecError
+    _runnable(estimate(load_spec(path)))  # no SpecError

@@ -18,7 +18,7 @@ from opdesign.render.design import Lang, render_all
 from opdesign.render.headings import DEFAULT_LANG
 from opdesign.render.write import write_artifacts
 from opdesign.safefs import read_regular
-from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
+from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of, static_axes
 from opdesign.spec import Spec, load_spec
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
         plan = (plan_from_spec(spec, spec_path, tuning=True, params=params) if spec is not None
                 else plan_from_spec_file(spec_path, tuning=True, params=params))
     try:  # the kernel written below must run every typical config (issue 30 item 6)
-        check_runnable(plan)
+        check_runnable(plan, static_axes(plan))
     except SpecError as err:
         raise SpecError(f"{spec_path}: {err.message}", err.details) from None
     files = render_all(plan, lang)

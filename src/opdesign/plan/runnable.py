@@ -4,7 +4,8 @@ The kernel fixes some axes at compile time: ``HEAD_DIM`` always, ``GROUP`` (quer
 in SK-01, ``SEQ_Q`` / ``SEQ_KV`` in SK-01's performance form, and ``NUM_HEADS`` / ``NUM_KV_HEADS`` (and
 SK-02's ``TOPK`` unless top-k is a dynamic axis) in SK-02 and SK-16. A typical config that asks for
 another value of such an axis cannot run on that kernel: PyPTO refuses it at compile time with an error
-that names no kernel line. :func:`static_axes` lists the fixed values of a plan, :func:`check_runnable`
+that names no kernel line. :func:`opdesign.skeletons.registry.static_axes` lists the fixed values of a
+plan, :func:`check_runnable`
 refuses a SPEC whose typical config differs, naming the config and the field (``spec_invalid``).
 """
 
@@ -16,28 +17,15 @@ from opdesign.errors import SpecError
 from opdesign.plan.models import Plan
 
 
-def static_axes(plan: Plan) -> dict[str, tuple[Any, str]]:
-    """Axis (or ``group``) -> (the kernel's compile-time value, the kernel constant that holds it)."""
-    fixed: dict[str, tuple[Any, str]] = {"head_dim": (plan.head_dim, "HEAD_DIM")}
-    skeleton = plan.skeleton.id
-    if skeleton == "SK-01":
-        fixed["group"] = (plan.group_size, "GROUP")
-        if plan.form == "performance":
-            fixed["seq_q"] = (plan.seq_q, "SEQ_Q")
-            fixed["seq_kv"] = (plan.seq_kv, "SEQ_KV")
-    else:  # SK-02, SK-16: head counts are compile-time constants
-        fixed["num_heads"] = (plan.num_heads, "NUM_HEADS")
-        fixed["num_kv_heads"] = (plan.num_kv_heads, "NUM_KV_HEADS")
-        dynamic = {a["name"] for a in plan.dynamic_axes}
-        if skeleton == "SK-02" and plan.topk is not None and "topk" not in dynamic:
-            fixed["topk"] = (plan.topk, "TOPK")
-    return fixed
+def fixed_heads(plan: Plan) -> dict[str, tuple[Any, str]]:
+    """SK-02 / SK-16: the head counts are compile-time constants (``NUM_HEADS`` / ``NUM_KV_HEADS``)."""
+    return {"num_heads": (plan.num_heads, "NUM_HEADS"), "num_kv_heads": (plan.num_kv_heads, "NUM_KV_HEADS")}
 
 
-def check_runnable(plan: Plan) -> None:
+def check_runnable(plan: Plan, fixed: dict[str, tuple[Any, str]]) -> None:
     """Raise :class:`SpecError` for the first typical config whose shape differs from a value the
-    kernel fixes at compile time (the message names the config, the field and the kernel constant)."""
-    fixed = static_axes(plan)
+    kernel fixes at compile time, ``fixed`` (:func:`opdesign.skeletons.registry.static_axes`); the
+    message names the config, the field and the kernel constant."""
     for i, cfg in enumerate(plan.typical_configs):
         shape = cfg["shape"]
         for axis, (value, const) in fixed.items():

@@ -13,7 +13,7 @@ from opdesign.validate.registry import Rule, registered
 #: The shared rule modules (document, interfaces, numbers, budgets, pseudocode).
 RULE_MODULES = tuple(f"opdesign.validate.{name}" for name in (
     "rules_document", "rules_interfaces", "rules_numbers", "rules_budget", "rules_ub", "rules_pseudocode", "rules_api",
-    "rules_code"))
+    "rules_code", "rules_artifacts"))
 
 
 @cache

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from opdesign.validate.model import Finding
@@ -82,6 +83,70 @@ class _Finder:
     def add(self, rule: str, kline: int, dline: int, what: str) -> None:
         self.found.append(Finding(rule=rule, level="error", file=self.kernel, line=max(kline, 1),
                                   message=f"{what} (kernel line {kline}; {self.design} line {dline})"))
+
+
+def decoded_sources(kernels: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """``(name, text)`` of the kernels whose bytes decode (the others are reported as unusable elsewhere)."""
+    from opdesign.validate.textinput import Unusable, decode_source
+
+    out = []
+    for name, data in kernels:
+        if isinstance(data, bytes):
+            try:
+                out.append((name, decode_source(data)))
+            except Unusable:
+                pass
+    return out
+
+
+def folder_sources(folder: Path, kernel_files: list[Path], read) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]]]:
+    """The folder's kernel sources ``(path, text)`` and the first bytes of its ``*_kernel.py`` /
+    ``*_scaffold.py`` files ``(path, head)``, read with ``read(path) -> bytes``; unreadable ones are left out
+    (the kernel rules report them)."""
+    from opdesign.validate.textinput import Unusable
+
+    raw = []
+    for k in kernel_files:
+        try:
+            raw.append((str(k), read(k)))
+        except Unusable:
+            pass
+    heads = []
+    for k in sorted(folder.glob("*_kernel.py")) + sorted(folder.glob("*_scaffold.py")):
+        try:
+            heads.append((str(k), read(k)[:4096]))
+        except Unusable:
+            pass
+    return decoded_sources(raw), heads
+
+
+def design_findings(text: str, name: str, iface_name: str, iface: tuple, kernels: list[tuple[str, str]],
+                    heads: list[tuple[str, bytes]] = ()) -> list[Finding]:
+    """Kernel against design for a folder whose DESIGN.md ``text`` has the block; ``iface`` is the engine's
+    interface input (``("ok", text)`` when read); ``heads``: the folder's generated-looking files."""
+    from opdesign.validate import yamlsafe
+    from opdesign.validate.document import parse
+
+    if not kernels and not heads:
+        return []
+    try:
+        doc = parse(text)
+    except Exception:  # noqa: BLE001 - the document rules report what does not parse
+        return []
+    front = doc.front.data if isinstance(doc.front.data, dict) else {}
+    loaded = None
+    if iface and iface[0] == "ok" and isinstance(iface[1], str):
+        try:
+            loaded = yamlsafe.load(iface[1])
+        except yamlsafe.YamlProblem:
+            loaded = None
+    data = loaded.data if loaded is not None and isinstance(loaded.data, dict) else None
+
+    def iface_line(*path: Any) -> int:
+        return loaded.line(*path, default=1) if loaded is not None else 1
+
+    return (cross_check(name, front, doc.front.line, data, iface_name, iface_line, kernels)
+            + foreign_artifacts(name, front, doc.front.line, heads))
 
 
 def cross_check(design_name: str, front: dict[str, Any], front_line, iface: dict[str, Any] | None,
@@ -275,7 +340,10 @@ def _bind(node: ast.Assign, env: dict[str, Any]) -> None:
 
 def _loops(f: _Finder, tree: ast.Module, consts, block) -> None:
     """Performance form: KV steps per (batch, head) of the static loop nest against the plan's count."""
-    if block.get("form") != "performance" or block.get("skeleton") != "SK-01":
+    from opdesign.skeletons.registry import find
+
+    skeleton = find(block.get("skeleton"))
+    if block.get("form") != "performance" or skeleton is None or not skeleton.static_kv_loop:
         return
     fn = _jit_function(tree)
     need = ("task_count", "root_count", "seq_q", "q_tile")

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 from pathlib import Path, PurePosixPath
 
 from opdesign.validate import memo, yamlsafe
+from opdesign.validate.crosscheck import decoded_sources, design_findings, folder_sources
 from opdesign.validate.document import parse
 from opdesign.validate.kernel_source import KERNEL_GLOBS, SYNTAX_RULE, read_kernel
 from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
@@ -202,29 +202,6 @@ def _suppress(directives: Iterable, findings: list[Finding], design: str) -> lis
     return kept + notes
 
 
-def _cross(text: str, name: str, iface_name: str, iface: IfaceInput, kernels: list[tuple[str, str]],
-           heads: list[tuple[str, bytes]] = ()) -> list[Finding]:
-    """Kernel against design (opdesign.validate.crosscheck) for a folder whose DESIGN.md has the block;
-    ``heads``: the first bytes of the folder's generated-looking files (another operator's artifacts)."""
-    from opdesign.validate.crosscheck import cross_check, foreign_artifacts
-
-    if not kernels and not heads:
-        return []
-    try:
-        doc = parse(text)
-    except Exception:  # noqa: BLE001 - the document rules report what does not parse
-        return []
-    front = doc.front.data if isinstance(doc.front.data, dict) else {}
-    loaded = _interfaces(iface[1], "ok")[0] if iface[0] == "ok" else None
-    data = loaded.data if loaded is not None and isinstance(loaded.data, dict) else None
-
-    def iface_line(*path: Any) -> int:
-        return loaded.line(*path, default=1) if loaded is not None else 1
-
-    return (cross_check(name, front, doc.front.line, data, iface_name, iface_line, kernels)
-            + foreign_artifacts(name, front, doc.front.line, heads))
-
-
 def _unusable(name: str, why: str) -> Finding:
     return Finding(rule=UNUSABLE_RULE, level="error", message=f"input unusable: {why}", file=name, line=1)
 
@@ -314,14 +291,8 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
             loaded = ("ok", decode(iface))
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    sources = []
-    for k, d in kernels:
-        try:
-            if not isinstance(d, Unusable):
-                sources.append((k, decode_source(d)))
-        except Unusable:
-            pass
-    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra + _cross(text, name, iface_name, loaded, sources))
+    return Report.build(names, _run_memo(text, name, iface_name, loaded) + extra
+                        + design_findings(text, name, iface_name, loaded, decoded_sources(kernels)))
 
 
 def _validate_kernel_file(path: Path, name: str) -> list[Finding]:
@@ -356,16 +327,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
     heads: list[tuple[str, bytes]] = []
     if path.is_dir():
         kernels = [(str(k), _validate_kernel_file(k, str(k))) for k in _kernel_files(path)]
-        for k in _kernel_files(path):
-            try:
-                sources.append((str(k), decode_source(_read_bytes(k))))
-            except Unusable:
-                pass  # reported by _validate_kernel_file
-        for k in sorted(path.glob("*_kernel.py")) + sorted(path.glob("*_scaffold.py")):
-            try:
-                heads.append((str(k), _read_bytes(k)[:4096]))
-            except Unusable:
-                pass
+        sources, heads = folder_sources(path, _kernel_files(path), _read_bytes)
         path = path / DESIGN_NAME
         name = str(path)
     files = [name] + [k for k, _f in kernels]
@@ -387,7 +349,7 @@ def _validate_file(given: str) -> tuple[list[str], list[Finding]]:
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface) + extra + _cross(text, name, iface_name, iface, sources, heads)
+    return files, _run_memo(text, name, iface_name, iface) + extra + design_findings(text, name, iface_name, iface, sources, heads)
 
 
 def _is_spec(path: Path, text: str) -> bool:
