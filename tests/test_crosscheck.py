@@ -121,3 +121,24 @@ def test_artifact_of_another_operator_is_an_error(folders, tmp_path):
     found = {(f.file.rsplit("/", 1)[-1], f.rule) for f in _xc(folder)}
     assert ("dense_fa_8192_scaffold.py", "OD-XC-05") in found and ("dense_fa_8192_kernel.py", "OD-XC-05") in found
     assert validate_paths([folder]).exit_code == 1
+
+
+def test_thirty_drawn_specs_pass_the_cross_check(tmp_path):
+    """30 Hypothesis-drawn SPECs (benchmarks/verify_generated_specs.py's generator, every variant): `new`
+    writes them (each typical config runnable by its kernel) and the folder passes the cross-check."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import verify_generated_specs as gen
+    import yaml
+
+    drawn = gen.draw_specs(30, 3)
+    assert len(drawn) == 30
+    for i, (variant, spec) in enumerate(drawn):
+        path = tmp_path / f"s{i}.yaml"
+        path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+        folder = tmp_path / f"op{i}"
+        new_design(path, folder, lang="en")
+        bad = [f for f in validate_paths([folder]).findings
+               if f.rule.startswith("OD-XC") or f.rule == "OD-DOC-21"]
+        assert bad == [], (variant, gen.describe(spec), bad)
