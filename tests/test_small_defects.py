@@ -25,3 +25,38 @@ def test_bottleneck_is_the_largest_stage_of_the_busier_pool_v1_on_the_cube_inclu
         assert row.stages[row.bottleneck] == max(row.stages[k] for k in pool), row
         named_v1_on_cube += row.bottleneck == "V1" and on_aic
     assert named_v1_on_cube > 0
+
+
+def _spec_error(**changes):
+    import pytest
+
+    from conftest import spec_variant
+    from opdesign.errors import SpecError
+    from opdesign.spec import load_spec
+
+    base = load_spec(EXAMPLES / "paged_fp8_decode.yaml")
+    with pytest.raises(SpecError) as err:
+        spec_variant(base, **changes)
+    return err.value.message
+
+
+def test_op_name_keyword_is_called_a_keyword():
+    msg = _spec_error(op_name="class")
+    assert "op_name: 'class' is a Python keyword" in msg, msg
+    assert "not a Python identifier" not in msg
+
+
+def test_rtol_nan_is_not_a_number_not_a_range():
+    msg = _spec_error(precision={"rtol": float("nan")})
+    assert msg.endswith("precision.rtol: is not a number (.nan); give a tolerance in (0, 1], e.g. 0.02"), msg
+
+
+def test_block_size_must_keep_the_cube_alignment():
+    """block_size 100 made KV_TILE 200 (two pages), not a multiple of the bf16 cube alignment 16 (C-TILE-05)."""
+    msg = _spec_error(shape__block_size=100)
+    assert "shape.block_size: block_size 100 is not a multiple of 16 for bf16" in msg, msg
+    assert "(C-TILE-05)" in msg
+    from conftest import spec_variant
+    from opdesign.spec import load_spec
+
+    spec_variant(load_spec(EXAMPLES / "paged_fp8_decode.yaml"), shape__block_size=16)  # vLLM's default page: fine

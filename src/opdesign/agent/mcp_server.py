@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import BusyError, InternalError, OpdesignError
+from opdesign.errors import BusyError, ExtraMissingError, InternalError, OpdesignError
 from opdesign.agent.base import MAX_FILE_BYTES
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
@@ -57,10 +57,8 @@ class CallTimeoutError(OpdesignError):
     code = "timeout"
 
 
-class McpUnavailableError(OpdesignError):
-    """The optional ``mcp`` SDK is not installed."""
-
-    code = "mcp_unavailable"
+class McpUnavailableError(ExtraMissingError):
+    """The optional ``mcp`` SDK is not installed: ``extra_missing``, as for every missing extra (README)."""
 
 
 def _sdk() -> tuple[Any, Any, Any]:
