@@ -61,6 +61,10 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
                                    "oi = round_to_input(alpha * oi + beta * oij)"),
     "kv_range_upper_bound_off_by_one": ("causal", "hi = min(seq_kv, q_off + q_valid + seq_kv - seq_q)",
                                         "hi = min(seq_kv, q_off + q_valid + seq_kv - seq_q - 1)"),
+    # issue 30 Deliver 3: a fully masked KV tile run (every tile instead of the visible ones); the output
+    # stays right (its P is 0), so only the tile count against the golden's mask can catch it
+    "masked_tile_run": ("causal", "first, n_kv = kv_block_range(q_off, q_valid, seq_q, seq_kv)",
+                        "first, n_kv = 0, -(-seq_kv // KV_TILE)"),
     "kv_range_ceil_to_floor": ("causal", "-(-hi // KV_TILE) - lo // KV_TILE", "hi // KV_TILE - lo // KV_TILE"),
     "block_table_clamp_removed": ("paged_fp8", "block_id = max(int(table_row[logical]), 0)",
                                   "block_id = int(table_row[logical])"),
