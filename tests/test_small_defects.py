@@ -60,3 +60,25 @@ def test_block_size_must_keep_the_cube_alignment():
     from opdesign.spec import load_spec
 
     spec_variant(load_spec(EXAMPLES / "paged_fp8_decode.yaml"), shape__block_size=16)  # vLLM's default page: fine
+
+
+def test_performance_form_scaffold_quick_divides_the_tiles_with_the_lengths(tmp_path):
+    """The scaffold's --quick shrank seq 8192 to 384 but kept Q_TILE 4096 (one tile x one tile); it now
+    divides lengths and tiles by the plan's quick_factor, as the kernel's --quick does (the same 2 x 8 loop)."""
+    import subprocess
+    import sys
+
+    from opdesign.render.design import render_kernel, render_scaffold
+    from opdesign.skeletons.registry import estimate
+    from opdesign.spec import load_spec
+
+    plan = estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml"))
+    assert (plan.form, plan.quick_factor, plan.q_tiles, plan.kv_tiles) == ("performance", 8, 2, 8)
+    assert "'Q_TILE': 512, 'KV_TILE': 128" in render_kernel(plan)  # the kernel's quick_constants
+    script = tmp_path / "s.py"
+    script.write_text(render_scaffold(plan), encoding="utf-8")
+    res = subprocess.run([sys.executable, str(script), "--quick", "--config", "func_b2_s8192"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ("[quick: seq_q 8192 -> 1024, seq_kv 8192 -> 1024, Q_TILE 4096 -> 512, KV_TILE 1024 -> 128] PASS"
+            in res.stdout), res.stdout

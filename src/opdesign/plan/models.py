@@ -210,6 +210,8 @@ class Plan(_Model):
     balance: Balance | None = Field(None, description="multi-core split (causal / sliding window)")
     block_size: int | None = Field(None, description="paged KV page size (tokens)")
     page_table: PageTable | None = Field(None, description="paged KV: the block_table contract (width, padding, bound)")
+    quick_factor: int = Field(1, description="--quick runs the performance form with SEQ_Q, SEQ_KV, Q_TILE and KV_TILE "
+                                             "divided by this (the same Q x KV tile loop; kernel and scaffold); 1: none")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
                                           description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")

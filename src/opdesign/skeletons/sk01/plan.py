@@ -288,10 +288,25 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size,
-        page_table=page_table(s.block_size), window=s.window, topk=s.topk,
+        page_table=page_table(s.block_size), quick_factor=_quick_factor(form, s.seq_q, s.seq_kv, q_tile, kv_tile),
+        window=s.window, topk=s.topk,
         pins=pins, **overrides,
     )
     return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
+
+
+def _quick_factor(form: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int) -> int:
+    """The largest f in 8, 4, 2 that divides the performance form's lengths and tiles for ``--quick`` and
+    keeps Q_TILE a multiple of 16, KV_TILE of 128 and the same Q_TILES x KV_TILES loop; 1 when none does
+    (and in the baseline form, whose lengths are dynamic)."""
+    if form != "performance":
+        return 1
+    for f in (8, 4, 2):
+        qt, kt = q_tile // f, kv_tile // f
+        if (q_tile % (16 * f) == 0 and kv_tile % (128 * f) == 0 and ceil(ceil(seq_q / f) / qt) == ceil(seq_q / q_tile)
+                and ceil(ceil(seq_kv / f) / kt) == ceil(seq_kv / kv_tile)):
+            return f
+    return 1
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:
