@@ -82,3 +82,24 @@ def test_performance_form_scaffold_quick_divides_the_tiles_with_the_lengths(tmp_
     assert res.returncode == 0, res.stdout + res.stderr
     assert ("[quick: seq_q 8192 -> 1024, seq_kv 8192 -> 1024, Q_TILE 4096 -> 512, KV_TILE 1024 -> 128] PASS"
             in res.stdout), res.stdout
+
+
+def test_scaffold_progress_is_paced_by_time_not_by_step_count(tmp_path):
+    """Progress came every 2048 KV steps (minutes apart on a large config); now a line is due PROGRESS_SECONDS
+    after the last one. With the pace set to 0 every KV step prints one (no timing is asserted)."""
+    import subprocess
+    import sys
+
+    from opdesign.render.design import render_scaffold
+    from opdesign.skeletons.registry import estimate
+    from opdesign.spec import load_spec
+
+    script = render_scaffold(estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml")))
+    assert "PROGRESS_SECONDS = 5.0" in script and "PROGRESS_STEPS" not in script
+    path = tmp_path / "s.py"
+    path.write_text(script.replace("PROGRESS_SECONDS = 5.0", "PROGRESS_SECONDS = 0.0"), encoding="utf-8")
+    res = subprocess.run([sys.executable, str(path), "--quick", "--config", "func_s300_kv700"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    steps = [ln for ln in res.stderr.splitlines() if ln.startswith("  kernel: ")]
+    assert steps and steps[0].startswith("  kernel: 1 KV steps (batch 1/"), steps[:2]
