@@ -103,3 +103,19 @@ def test_scaffold_progress_is_paced_by_time_not_by_step_count(tmp_path):
     assert res.returncode == 0, res.stderr
     steps = [ln for ln in res.stderr.splitlines() if ln.startswith("  kernel: ")]
     assert steps and steps[0].startswith("  kernel: 1 KV steps (batch 1/"), steps[:2]
+
+
+def test_tnd_causal_balance_says_it_counts_full_lengths():
+    """The banded split counts every batch at the full lengths; for packed (TND) batches DESIGN.md now says so."""
+    from opdesign.render.design import render_design
+    from opdesign.skeletons.registry import estimate
+    from opdesign.spec import load_spec
+
+    from conftest import REPO
+
+    plan = estimate(load_spec(REPO / "tests/fixtures/sk01/causal_gqa_tnd.yaml"))
+    assert plan.balance is not None and plan.balance.assumption is not None
+    line = next(ln for ln in render_design(plan, "en").splitlines() if ln.startswith("Multi-core balance"))
+    assert "the split counts every packed (TND) batch at the full seq_q 4096 and seq_kv 4096" in line
+    dense = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))  # fixed lengths: nothing assumed
+    assert dense.balance.assumption is None

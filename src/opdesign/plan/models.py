@@ -145,6 +145,8 @@ class Balance(_Model):
     note: Text = Field(description="the split in one sentence")
     method: Literal["greedy", "lpt"] = Field("greedy", description="greedy: FAI contiguous split of q blocks; "
                                              "lpt: varlen tasks longest first onto the least-loaded core")
+    assumption: Text | None = Field(None, description="what the split assumes that the SPEC does not fix (e.g. every "
+                                                      "batch at the full length of a varlen or packed axis)")
 
     def core_groups(self) -> list[tuple[int, int, int, int]]:
         """Consecutive cores with the same load as ``(first, last, q_blocks, weight)`` (for compact tables)."""

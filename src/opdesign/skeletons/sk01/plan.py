@@ -222,6 +222,11 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     bal = varlen_balance(spec, q_tile, kv_tile, device.aic_cores)
     if spec.mask in ("causal", "sliding_window"):
         bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
+        varlen = [a.name for a in spec.dynamic_axes if not a.uniform and a.name in ("seq_q", "seq_kv")]
+        if spec.layout == "TND" or varlen:  # the banded split counts every batch at the full lengths
+            bal = bal.model_copy(update={"assumption": text(
+                "balance.full_length_tnd" if spec.layout == "TND" else "balance.full_length_varlen",
+                seq_q=s.seq_q, seq_kv=s.seq_kv, axes=" / ".join(varlen))})
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=text("sk01.q_tiles", seq_q=s.seq_q, q_tile=q_tile), source="SK-01 loop nest"),
