@@ -99,6 +99,8 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     "sk16_causal_mask_le_to_lt": ("sk16_causal", "ok &= kv_cols[None, :] <= q_rows[:, None] + (seq_kv - seq_q)",
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),
     # TND: a per-batch offset that is not cum[b-1] reads (and writes) another batch's rows
+    # a 1 % output error stays inside rtol / atol 2e-2 elementwise; only the rounding model catches it
+    "sk02_tnd_output_scaled_0_99": ("sk02_tnd", "round_to_input(oij[:q_valid])", "round_to_input(0.99 * oij[:q_valid])"),
     "sk02_tnd_kv_offset_zero": ("sk02_tnd", "kv_start = int(actual_seq_kv[b_idx - 1]) if b_idx > 0 else 0",
                                 "kv_start = 0"),
     "sk02_tnd_q_offset_one_row_early": ("sk02_tnd", "q_start = int(actual_seq_q[b_idx - 1]) if b_idx > 0 else 0",
@@ -134,8 +136,9 @@ def test_unmutated_scaffold_passes(base, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     n = len(_spec(base).typical_configs)
     assert res.stdout.splitlines()[-1] == f"self-check: {n} of {n} configs within tolerance"
-    # SK-16 checks three gradients against its rounding model, SK-02 has no rounding model
-    assert res.stdout.count(" model_err=") == n * (3 if base.startswith("sk16") else 0 if base.startswith("sk02") else 1)
+    # SK-16 checks three gradients against its rounding model, SK-01 and SK-02 one output (issue 30 item 8:
+    # the SK-02 scaffold printed no model_err)
+    assert res.stdout.count(" model_err=") == n * (3 if base.startswith("sk16") else 1)
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
