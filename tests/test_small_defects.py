@@ -119,3 +119,22 @@ def test_tnd_causal_balance_says_it_counts_full_lengths():
     assert "the split counts every packed (TND) batch at the full seq_q 4096 and seq_kv 4096" in line
     dense = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))  # fixed lengths: nothing assumed
     assert dense.balance.assumption is None
+
+
+def test_an_unlocated_framework_error_gets_the_kernel_line_and_the_reason():
+    """Issue 30 item 6: a dense config at seq 2048 on the performance kernel (SEQ_Q = 8192) failed with a bare
+    `VIEWOpError ... func: TENSOR_default`; verify now names the constant's line and the mismatch."""
+    from opdesign.pypto_run.selfcheck import explain_unlocated
+    from opdesign.render.design import render_kernel
+    from opdesign.skeletons.registry import estimate
+    from opdesign.spec import load_spec
+
+    kernel = render_kernel(estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml")))
+    seq_line = next(i for i, ln in enumerate(kernel.splitlines(), 1) if ln.startswith("SEQ_Q = 8192"))
+    shape = {"batch": 1, "num_heads": 1, "num_kv_heads": 1, "seq_q": 2048, "seq_kv": 2048, "head_dim": 128}
+    line, reason = explain_unlocated(kernel, shape)
+    assert (line, reason) == (seq_line, "the config has seq_q 2048 but the kernel fixes SEQ_Q = 8192 at compile time")
+    # --quick replaces the constants: the quick shape agrees with them
+    quick = dict(shape, seq_q=1024, seq_kv=1024)
+    line, reason = explain_unlocated(kernel, quick, {"SEQ_Q": 1024, "SEQ_KV": 1024, "Q_TILE": 512, "KV_TILE": 128})
+    assert line is None and reason.startswith("the framework's error names no kernel line, and the config's shape agrees")

@@ -38,7 +38,7 @@ _STAGE = re.compile(r"^#\s*([CV]\d)\b")
 _SELF_CHECK = "# --- self-check"
 
 
-def _ints(tree: ast.Module) -> dict[str, tuple[Any, int]]:
+def module_constants(tree: ast.Module) -> dict[str, tuple[Any, int]]:
     """Module-level ``NAME = <constant expression>`` of the kernel, evaluated, with their lines."""
     env: dict[str, Any] = {}
     lines: dict[str, tuple[Any, int]] = {}
@@ -167,7 +167,7 @@ def cross_check(design_name: str, front: dict[str, Any], front_line, iface: dict
         if _jit_function(tree) is None:
             continue  # no PyPTO kernel in it (a helper module): nothing to compare
         f = _Finder(design_name, name, front_line)
-        consts = _ints(tree)
+        consts = module_constants(tree)
         _op_name(f, tree, text, op_name)
         _constants(f, consts, block, iface, iface_name, iface_line)
         _tiles(f, proper, consts, block)
