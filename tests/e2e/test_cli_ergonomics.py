@@ -68,9 +68,9 @@ def test_help_shows_values_not_type_labels(capsys, command):
 
 @pytest.mark.parametrize(("command", "shown"), [
     ("new", ["--spec FILE", "--out DIR", "--lang [zh|en]", "--force ", "-q, --quiet"]),
-    ("validate", ["Usage: opdesign validate [OPTIONS] {PATH}...", "--format [text|json|sarif]"]),
+    ("validate", ["Usage: opdesign validate [OPTIONS] PATH...", "--format [text|json|sarif]"]),
     ("rank", ["--spec FILE", "--top N"]),
-    ("golden", ["Usage: opdesign golden [OPTIONS] {GOLDEN.py}", "--function NAME", "--state-groups N"]),
+    ("golden", ["Usage: opdesign golden [OPTIONS] GOLDEN.py", "--function NAME", "--state-groups N"]),
     ("verify", ["--config NAME", "--quick ", "--no-verify "]),
     ("rules", ["Usage: opdesign rules [OPTIONS] [ID]"]),
     ("", ["--version", "-q, --quiet", "--install-completion", "--show-completion"]),
@@ -79,6 +79,19 @@ def test_help_names_the_values_and_choices(capsys, command, shown):
     _, text, _ = run_main(capsys, *command.split(), "--help")
     for part in shown:
         assert part in text, part
+
+
+@pytest.mark.parametrize("group", ["", "tool", "cards", "schema"])
+def test_command_list_gives_whole_sentences_and_usage_has_no_braces(capsys, group):
+    """Issue 30 item 8: click cut each command's help at ~45 characters with '...', and Typer wrote the
+    usage of a required argument as {PATH}...; both now read as written."""
+    _, text, _ = run_main(capsys, *group.split(), "--help")
+    listed = text.split("Commands:")[1].replace("{...}", "{}")  # tool call's help names {"error": {...}}
+    assert "..." not in listed, listed
+    for command in COMMANDS:
+        _, text, _ = run_main(capsys, *command.split(), "--help")
+        usage = text.splitlines()[0]
+        assert usage.startswith("Usage: opdesign") and "{" not in usage, usage
 
 
 # --- --quiet -------------------------------------------------------------------------------------

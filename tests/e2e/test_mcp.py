@@ -85,7 +85,8 @@ def test_mcp_without_the_extra_exits_2_with_a_clear_message():
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert res.stdout == ""
-    assert "mcp_unavailable" in res.stderr and "pip install 'opdesign[mcp]'" in res.stderr
+    # the README's code for a missing extra (issue 30 item 8: it said mcp_unavailable)
+    assert "error: extra_missing:" in res.stderr and "pip install 'opdesign[mcp]'" in res.stderr
 
 
 @needs_mcp

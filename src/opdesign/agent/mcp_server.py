@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import BusyError, CallTimeoutError, InternalError, OpdesignError
+from opdesign.errors import BusyError, CallTimeoutError, ExtraMissingError, InternalError
 from opdesign.agent.base import MAX_FILE_BYTES
 from opdesign.agent.tools import Root, call_tool, tool_definitions
 
@@ -51,10 +51,8 @@ MAX_CALLS = int(os.environ.get("OPDESIGN_MCP_MAX_CALLS", "4"))
 CALL_TIMEOUT_S = float(os.environ.get("OPDESIGN_MCP_CALL_TIMEOUT", "3600"))
 
 
-class McpUnavailableError(OpdesignError):
-    """The optional ``mcp`` SDK is not installed."""
-
-    code = "mcp_unavailable"
+class McpUnavailableError(ExtraMissingError):
+    """The optional ``mcp`` SDK is not installed: ``extra_missing``, as for every missing extra (README)."""
 
 
 def _sdk() -> tuple[Any, Any, Any]:

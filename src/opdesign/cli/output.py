@@ -95,5 +95,27 @@ def tidy_help(command):  # noqa: ANN001, ANN201 - a click command tree, returned
         for param in cmd.params:
             if param.param_type_name == "argument" and param.metavar:
                 param.display_type_rich = _no_type_label  # read by Typer's help record; absent in older Typer
+                # the usage line in click's own notation (PATH... required, [ID] optional), not Typer's {PATH}...
+                usage = (param.metavar if param.required else f"[{param.metavar}]") + ("..." if param.nargs != 1 else "")
+                param._usage_display_name = lambda usage=usage: usage
+        if hasattr(cmd, "commands"):
+            cmd.format_commands = _full_sentences(cmd)
         stack.extend(getattr(cmd, "commands", {}).values())
     return command
+
+
+def _full_sentences(group):  # noqa: ANN001, ANN202 - a click group
+    """``format_commands`` of ``group`` with each command's first sentence whole (click cuts it at about
+    45 characters with ``...``); the help formatter wraps it."""
+
+    def format_commands(ctx, formatter) -> None:  # noqa: ANN001
+        rows = []
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    return format_commands

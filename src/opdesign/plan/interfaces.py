@@ -5,7 +5,7 @@ golden signature order and the final outputs.
 from __future__ import annotations
 
 from opdesign.plan.fields import batch_lengths
-from opdesign.plan.models import TensorSpec
+from opdesign.plan.models import PageTable, TensorSpec
 from opdesign.spec import Spec
 
 NP_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -16,6 +16,16 @@ def _qkv_shape(spec: Spec, heads: str, seq: str) -> list[str]:
     its per-batch rows by the cumulative ``actual_seq_*`` inputs (opdesign.plan.fields.cumulative_lengths)."""
     return {"BNSD": ["batch", heads, seq, "head_dim"], "BSND": ["batch", seq, heads, "head_dim"],
             "TND": [f"batch * {seq}", heads, "head_dim"]}[spec.layout]
+
+
+def page_table(block_size: int | None) -> PageTable | None:
+    """The ``block_table`` contract of a paged plan (AT-17): a row holds at least one entry per page of
+    the batch's KV length, unused entries are -1, and the kernel clamps the column it reads to the
+    table's last one (a KV tile of several pages reaches past the last page of a short row), so a
+    table exactly as wide as the longest sequence needs is enough; None without pages."""
+    if not block_size:
+        return None
+    return PageTable(min_width="ceil(seq_kv / block_size)", pad_id=-1, column_bound="max_blocks_per_seq - 1")
 
 
 def io_tensors(spec: Spec) -> tuple[list[TensorSpec], list[TensorSpec]]:

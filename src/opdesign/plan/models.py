@@ -121,6 +121,16 @@ class TensorSpec(_Model):
                                                "(FP8 E4M3 V travels as int8); not part of the interface file")
 
 
+class PageTable(_Model):
+    """The paged KV contract of ``block_table`` (AT-17), one field for the kernel, its self-check, the
+    numpy scaffold and DESIGN.md: how wide the caller's table must be, what unused entries hold and how
+    a KV tile's page column past the table is read."""
+
+    min_width: str = Field(description="the least max_blocks_per_seq a caller passes (expression)")
+    pad_id: int = Field(description="block id of an unused entry (clamped to 0 before the page is read)")
+    column_bound: str = Field(description="the largest column the kernel reads (expression)")
+
+
 class CoreLoad(_Model):
     """The work of one core in the greedy split."""
 
@@ -142,6 +152,8 @@ class Balance(_Model):
     note: Text = Field(description="the split in one sentence")
     method: Literal["greedy", "lpt"] = Field("greedy", description="greedy: FAI contiguous split of q blocks; "
                                              "lpt: varlen tasks longest first onto the least-loaded core")
+    assumption: Text | None = Field(None, description="what the split assumes that the SPEC does not fix (e.g. every "
+                                                      "batch at the full length of a varlen or packed axis)")
 
     def core_groups(self) -> list[tuple[int, int, int, int]]:
         """Consecutive cores with the same load as ``(first, last, q_blocks, weight)`` (for compact tables)."""
@@ -210,6 +222,9 @@ class Plan(_Model):
     schedule: Schedule | None = Field(None, description="waves, occupancy and the longest chain under PyPTO's dynamic "
                                       "placement (opdesign.plan.schedule)")
     block_size: int | None = Field(None, description="paged KV page size (tokens)")
+    page_table: PageTable | None = Field(None, description="paged KV: the block_table contract (width, padding, bound)")
+    quick_factor: int = Field(1, description="--quick runs the performance form with SEQ_Q, SEQ_KV, Q_TILE and KV_TILE "
+                                             "divided by this (the same Q x KV tile loop; kernel and scaffold); 1: none")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
                                           description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")

@@ -39,9 +39,12 @@ class ConfigResult(BaseModel):
 class VerifyError(BaseModel):
     stage: str = Field(description="parse, compile, sim or verify")
     message: str = Field(description="the framework's message")
-    kernel_line: int | None = Field(description="line in <op>_kernel.py, when PyPTO names one")
+    kernel_line: int | None = Field(description="line in <op>_kernel.py, when PyPTO names one (or, when it names "
+                                                "none, the compile-time constant the config's shape differs from)")
     design_line: int | None = Field(description="the same line in DESIGN.md's pseudocode chapter, or null")
     config: str = Field(description="typical config the error belongs to")
+    reason: str | None = Field(None, description="why, when PyPTO named no kernel line: the config value that differs "
+                                                 "from a compile-time constant, or that none does")
 
 
 class VerifyReport(BaseModel):

@@ -38,6 +38,7 @@ class KernelError:
     message: str
     kernel_line: int | None = None
     kind: str = ""  # exception class name, or "signal" / "timeout"
+    reason: str | None = None  # why, when the framework named no kernel line (selfcheck.explain_unlocated)
 
 
 @dataclass

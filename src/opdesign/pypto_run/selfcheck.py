@@ -219,9 +219,14 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
             shutil.rmtree(work, ignore_errors=True)
         row = _config_row(cfg["name"], shrunk, result, verify)
         report["configs"].append(row)
+        for e in result.errors:
+            if e.kernel_line is None and e.stage in ("parse", "compile"):
+                e.kernel_line, e.reason = explain_unlocated(kernel.read_text(encoding="utf-8"),
+                                                            cfg["quick" if quick else "shape"], constants)
         errors = [{"stage": e.stage, "message": e.message, "kernel_line": e.kernel_line,
                    "design_line": offset + e.kernel_line if offset is not None and e.kernel_line
-                   and e.kernel_line <= harness["kernel_lines"] else None, "config": cfg["name"]}
+                   and e.kernel_line <= harness["kernel_lines"] else None, "config": cfg["name"],
+                   "reason": getattr(e, "reason", None)}
                   for e in result.errors]
         if row["compiled"] and not row["sim_us"] and not any(e["stage"] == "sim" for e in errors):
             errors.append({"stage": "sim", "message": "the SIM run printed no AICore end-to-end time",
@@ -230,6 +235,38 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
         report["compiled"] = report["compiled"] and row["compiled"]
         say(f"    {format_row(row)}")
     return report
+
+
+#: config shape key -> the kernel constant that fixes it at compile time (a group is num_heads // num_kv_heads)
+_FIXED = {"head_dim": "HEAD_DIM", "seq_q": "SEQ_Q", "seq_kv": "SEQ_KV", "num_heads": "NUM_HEADS",
+          "num_kv_heads": "NUM_KV_HEADS", "topk": "TOPK", "group": "GROUP"}
+
+
+def explain_unlocated(kernel_text: str, shape: dict[str, Any], constants: dict[str, Any] | None = None
+                      ) -> tuple[int | None, str]:
+    """(kernel line, reason) for a framework error that named no kernel line (issue 30 item 6): a value of
+    the config's shape that differs from a compile-time constant of the kernel (``constants``: those
+    --quick replaced), else a reason that says no such mismatch was found."""
+    import ast
+
+    from opdesign.validate.rules.crosscheck import module_constants
+
+    try:
+        consts = module_constants(ast.parse(kernel_text.split("# --- self-check")[0]))
+    except SyntaxError:
+        consts = {}
+    for name, value in (constants or {}).items():
+        if name in consts:
+            consts[name] = (value, consts[name][1])
+    have = dict(shape)
+    if shape.get("num_heads") and shape.get("num_kv_heads"):
+        have["group"] = shape["num_heads"] // shape["num_kv_heads"]
+    for key, const in _FIXED.items():
+        if const in consts and key in have and have[key] != consts[const][0]:
+            return consts[const][1], (f"the config has {key} {have[key]} but the kernel fixes {const} = "
+                                      f"{consts[const][0]} at compile time")
+    return None, ("the framework's error names no kernel line, and the config's shape agrees with every "
+                  "compile-time constant of the kernel; see the log of the run")
 
 
 def passed(report: dict[str, Any]) -> bool:
@@ -264,7 +301,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(format_row(row) + (f" [shrunk: {row['shrunk']}]" if row["shrunk"] else ""))
     for err in report["errors"]:
         where = "".join(f" {k.split('_')[0]} line {err[k]}" for k in ("kernel_line", "design_line") if err[k])
-        lines.append(f"error: {err['config']}: {err['stage']}:{where}: {err['message']}")
+        reason = f" ({err['reason']})" if err.get("reason") else ""
+        lines.append(f"error: {err['config']}: {err['stage']}:{where}: {err['message']}{reason}")
     ok = sum(1 for c in report["configs"] if c["verify"]["status"] in ("PASS", "SKIPPED") and c["compiled"])
     lines.append(f"verify: {ok} of {len(report['configs'])} configs "
                  + ("passed" if passed(report) else "passed; FAILED"))

@@ -28,16 +28,16 @@ def render_golden_text(report: GoldenReport | GoldenFacts) -> str:
         f"function: {report.function}",
         f"signals: statements {sig.statements}, loops {sig.loops}, matmul_calls {sig.matmul_calls}, "
         f"einsum_calls {sig.einsum_calls}, reduction_calls {sig.reduction_calls}",
-        f"suggested_module_count (CANNBot parity): {report.suggested_module_count}",
+        f"suggested_module_count (CANNBot parity; an input, not the decision): {report.suggested_module_count}",
         f"design params: effective_lines {dp.effective_lines}, matmul_count {dp.matmul_count}, "
         f"S {dp.state_groups} ({dp.state_source}), cross_tile_reduce {dp.cross_tile_reduce} ({dp.cross_tile_source})",
         f"  L {dp.L:.2f}, O {dp.O:.2f}, S {dp.S}, structural {dp.structural:.2f}, total {dp.total:.2f} "
-        f"-> module_count {dp.module_count}, path {dp.path}",
+        f"-> design-parameter count {dp.module_count}, path {dp.path} (an input, not the decision)",
         f"attention: online-softmax state {_yes(att.online_softmax_state)}; loop-carried state: {state}",
         f"  softmax chain {_yes(att.softmax_chain)}; backward {_yes(att.backward)} "
         f"(grad outputs: {_names(att.grad_outputs)}; stats inputs: {_names(att.stats_inputs)}); "
         f"SK-16 applicable {_yes(att.sk16_applicable)} ({att.matmul_count} matmuls)",
-        f"module_count: {report.module_count} ({report.rule})",
+        f"module_count: {report.module_count} ({report.rule}; the decision)",
         f"reason: {report.reason}",
         f"limitations: {report.limitations}",
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opdesign.plan.core import BlockTiles  # the validator builds it; re-exported for the registrations
 
@@ -47,6 +47,10 @@ class Skeleton:
             ``q_tile``, ``kv_tile`` and ``head_dim``.
         ranked: the cost model (:mod:`opdesign.tuning`) ranks its plans.
         cube_in_vector_scope: its pseudocode keeps matmuls inside one ``sg_set_scope`` (AT-21 exception).
+        static_axes: plan -> {axis (or ``group``): (value, kernel constant)} its kernel fixes at compile
+            time (:mod:`opdesign.plan.runnable`: a typical config must keep them).
+        static_kv_loop: in the performance form its kernel's ``qi`` / ``kj`` loops are static and run
+            ``task_count * q_tiles / root_count`` KV steps per (batch, head) (the validator counts them).
     """
 
     id: str
@@ -59,3 +63,5 @@ class Skeleton:
     rederive_expansion: Callable[[BlockTiles], Expansion]
     ranked: bool = False
     cube_in_vector_scope: bool = False
+    static_axes: Callable[[Plan], dict[str, tuple[Any, str]]] | None = None
+    static_kv_loop: bool = False

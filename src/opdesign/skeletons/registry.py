@@ -8,7 +8,7 @@ then :data:`FALLBACK` plans the SPEC with ``fallback_from`` and the evaluated ch
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opdesign.skeletons import sk01, sk02, sk16
 from opdesign.skeletons.base import GoldenCount, Rejected, Skeleton
@@ -35,6 +35,16 @@ def skeleton_of(plan: Plan) -> Skeleton:
     if found is None:
         raise KeyError(f"plan {plan.op_name} has the unregistered skeleton {plan.skeleton.id}")
     return found
+
+
+def static_axes(plan: Plan) -> dict[str, tuple[Any, str]]:
+    """Axis (or ``group``) -> (the kernel's compile-time value, the kernel constant that holds it):
+    ``HEAD_DIM`` for every skeleton, plus what the plan's skeleton fixes (``Skeleton.static_axes``)."""
+    fixed: dict[str, tuple[Any, str]] = {"head_dim": (plan.head_dim, "HEAD_DIM")}
+    own = skeleton_of(plan).static_axes
+    if own is not None:
+        fixed.update(own(plan))
+    return fixed
 
 
 def select(spec: Spec) -> Skeleton:

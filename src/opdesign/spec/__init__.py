@@ -139,6 +139,13 @@ class Precision(_Strict):
     atol: float | None = Field(None, strict=True, gt=0, le=1, description="absolute tolerance (output units); default by dtype: "
                                "bf16 2e-2, fp16 5e-3, fp32 1e-5")
 
+    @field_validator("rtol", "atol", mode="before")
+    @classmethod
+    def _a_number(cls, v: object) -> object:
+        if isinstance(v, float) and v != v:  # YAML .nan: not a tolerance at all, not one out of range
+            raise ValueError("is not a number (.nan); give a tolerance in (0, 1], e.g. 0.02")
+        return v
+
 
 class Performance(_Strict):
     """Measured or targeted latencies in microseconds (SK-01 perf condition 4)."""
@@ -212,7 +219,10 @@ class Spec(_Strict):
     @field_validator("op_name")
     @classmethod
     def _identifier(cls, v: str) -> str:
-        if not (v.isidentifier() and v.isascii()) or keyword.iskeyword(v) or len(v) > 64:
+        if keyword.iskeyword(v):
+            raise ValueError(f"{v!r} is a Python keyword, and op_name must be usable as a Python name in the "
+                             f"generated code: pick another name (e.g. {v}_op)")
+        if not (v.isidentifier() and v.isascii()) or len(v) > 64:
             raise ValueError(
                 f"{v!r} is not a Python identifier of at most 64 ASCII characters "
                 "(letters, digits, underscore; no leading digit)"
@@ -247,6 +257,14 @@ class Spec(_Strict):
                     raise FieldError(
                         f"{where}.head_dim",
                         f"head_dim {shape.head_dim} is not a multiple of {align} for {self.dtype} (C-TILE-05)",
+                    )
+                # a KV tile is whole pages and is C1's n and C2's k: a page must keep the cube alignment
+                if shape.block_size is not None and shape.block_size % align:
+                    raise FieldError(
+                        f"{where}.block_size",
+                        f"block_size {shape.block_size} is not a multiple of {align} for {self.dtype}: a KV tile of "
+                        f"whole pages is the cube's n (C1) and k (C2) axis (C-TILE-05); use e.g. "
+                        f"{max(align, shape.block_size // align * align)} or {(shape.block_size // align + 1) * align}",
                     )
         needs = {("mask", "topk"): "topk", ("mask", "sliding_window"): "window", ("kv_cache", "paged"): "block_size"}
         for (field, value), dim in needs.items():

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
 from opdesign.plan.models import Plan
+from opdesign.plan.runnable import check_runnable
 from opdesign.render.design import Lang, render_all
 from opdesign.catalog.headings import DEFAULT_LANG
 from opdesign.io.publish import FolderTarget, RootTarget
 from opdesign.io.safefs import read_regular
-from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of
+from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of, static_axes
 from opdesign.spec import Spec, load_spec
 
 if TYPE_CHECKING:
@@ -147,10 +148,16 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
     be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
     ``plan``: a plan made already (``opdesign new --candidate`` / ``--tiles``: :mod:`opdesign.workflows.pin`).
     ``params``: cost-model figures of the ranking (default: the committed calibration, else CostParams).
+    A typical config that differs from an axis the kernel fixes at compile time is refused
+    (:func:`opdesign.plan.runnable.check_runnable`, ``spec_invalid``) before anything is written.
     """
     if plan is None:
         plan = (plan_from_spec(spec, spec_path, tuning=True, params=params) if spec is not None
                 else plan_from_spec_file(spec_path, tuning=True, params=params))
+    try:  # the kernel written below must run every typical config (issue 30 item 6)
+        check_runnable(plan, static_axes(plan))
+    except SpecError as err:
+        raise SpecError(f"{spec_path}: {err.message}", err.details) from None
     files = render_all(plan, lang)
     target = target if target is not None else FolderTarget(out_dir)
     written = target.write(files, plan.op_name, force, before_publish)

@@ -383,9 +383,12 @@ def test_cli_json_and_text() -> None:
     assert data["attention"]["sk16_applicable"] is True
     text = run_cli(golden, "--state-groups", "0")
     assert text.returncode == 0, text.stderr
-    assert "suggested_module_count (CANNBot parity): 2" in text.stdout
+    assert "suggested_module_count (CANNBot parity; an input, not the decision): 2" in text.stdout
     assert "S 0 (option)" in text.stdout
-    assert "module_count: 1 (SK-16)" in text.stdout
+    assert "module_count: 1 (SK-16; the decision)" in text.stdout
+    # issue 30 item 8: three module counts, one decision: the other two say they are inputs
+    assert "-> design-parameter count 2, path L1 (an input, not the decision)" in text.stdout
+    assert [ln for ln in text.stdout.splitlines() if ln.startswith("module_count:")] == ["module_count: 1 (SK-16; the decision)"]
     assert "reason: Backward attention with forward statistics inputs (m, l)" in text.stdout
 
 

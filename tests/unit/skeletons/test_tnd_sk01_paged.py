@@ -64,7 +64,7 @@ def test_kernel_offsets_q_by_the_cumulative_rows_and_gathers_pages():
                  "q_start = actual_seq_q[(b - 1).max(0)] * b.min(1)",
                  "q_len = actual_seq_q[b] - q_start",
                  "kv_len = kv_act_seqs[b]",
-                 "page = block_table[b, kj * PAGES_PER_TILE + i].max(0)",
+                 "col = (kj * PAGES_PER_TILE + i).min(max_blocks - 1)", "page = block_table[b, col].max(0)",
                  "[q_start + q_off, h * HEAD_DIM], valid_shape=[q_valid, HEAD_DIM])",
                  "pypto.assemble(o_3d, [q_start + q_off, h, 0], attn_out)"):
         assert line in kernel, line

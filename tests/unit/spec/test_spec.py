@@ -38,7 +38,7 @@ BAD = [
     (("op_name",), "a'b", "op_name: \"a'b\" is not a Python identifier"),
     (("op_name",), "../etc/x", "op_name: '../etc/x' is not a Python identifier"),
     (("op_name",), "9lives", "op_name: '9lives' is not a Python identifier"),
-    (("op_name",), "class", "op_name: 'class' is not a Python identifier"),
+    (("op_name",), "class", "op_name: 'class' is a Python keyword"),  # issue 30 item 8: say keyword
     (("colour",), "red", "colour: unknown key"),
     (("shape", "colour"), 1, "shape.colour: unknown key"),
     (("shape", ":"), 1, 'shape[":"]: unknown key'),  # a key that is not a name is quoted, not run into the path

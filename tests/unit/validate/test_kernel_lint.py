@@ -202,8 +202,7 @@ MUTATIONS: list[tuple] = [
     ("corpus:fwd_local_window_kernel", "kv_begin = (qi - WINDOW_TILES + 1).max(0)",
      "kv_begin = max(qi - WINDOW_TILES + 1, 0)", "OD-KN-04"),
     ("gen:causal_gqa_tail", "q_valid = (q_len - q_off).min(Q_TILE)", "q_valid = min(Q_TILE, q_len - q_off)", "OD-KN-04"),
-    ("gen:paged_fp8_decode", "page = block_table[b, kj * PAGES_PER_TILE + i].max(0)",
-     "page = max(block_table[b, kj * PAGES_PER_TILE + i], 0)", "OD-KN-04"),
+    ("gen:paged_fp8_decode", "page = block_table[b, col].max(0)", "page = max(block_table[b, col], 0)", "OD-KN-04"),
     # Python range over symbolic bounds
     ("corpus:fwd_dense_bnsd_kernel", 'for kj in pypto.loop((seq_kv + KV_TILE - 1) // KV_TILE, name="LOOP_kv"):',
      "for kj in range((seq_kv + KV_TILE - 1) // KV_TILE):", "C-SYM-06"),

@@ -56,7 +56,16 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
     return expansion(t.q_tile, t.kv_tile, t.head_dim, t.vec, 1, fp8=t.quant == "fp8")
 
 
+def static_axes(plan: Plan) -> dict[str, tuple[Any, str]]:
+    """SK-01 fixes the GQA group (``GROUP``), and in the performance form the lengths (``SEQ_Q`` / ``SEQ_KV``)."""
+    fixed: dict[str, tuple[Any, str]] = {"group": (plan.group_size, "GROUP")}
+    if plan.form == "performance":
+        fixed.update(seq_q=(plan.seq_q, "SEQ_Q"), seq_kv=(plan.seq_kv, "SEQ_KV"))
+    return fixed
+
+
 SKELETON = Skeleton(
+    static_axes=static_axes, static_kv_loop=True,
     id=ID, template_dir="sk01", applies=lambda spec: True, plan=estimate, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk01.rules", "opdesign.skeletons.sk01.rules_perf",
                   "opdesign.skeletons.sk01.rules_variants", "opdesign.skeletons.sk01.rules_code"),

@@ -21,7 +21,7 @@ from opdesign.plan.blocks import balance, kv_block_ranges
 from opdesign.plan.buffers import l0_budgets, l1_budget
 from opdesign.plan.config import config_entries
 from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
-from opdesign.plan.interfaces import io_tensors
+from opdesign.plan.interfaces import io_tensors, page_table
 from opdesign.plan.hardware import hardware
 from opdesign.plan.fields import schedule_counts
 from opdesign.plan.schedule import schedule
@@ -225,6 +225,11 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     bal = varlen_balance(spec, q_tile, kv_tile, device.aic_cores)
     if spec.mask in ("causal", "sliding_window"):
         bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
+        varlen = [a.name for a in spec.dynamic_axes if not a.uniform and a.name in ("seq_q", "seq_kv")]
+        if spec.layout == "TND" or varlen:  # the banded split counts every batch at the full lengths
+            bal = bal.model_copy(update={"assumption": text(
+                "balance.full_length_tnd" if spec.layout == "TND" else "balance.full_length_varlen",
+                seq_q=s.seq_q, seq_kv=s.seq_kv, axes=" / ".join(varlen))})
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
         Decision(name="q_tiles", value=q_tiles, basis=text("sk01.q_tiles", seq_q=s.seq_q, q_tile=q_tile), source="SK-01 loop nest"),
@@ -295,10 +300,26 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         + ([text("sk01.risk.varlen_order")] if bal is not None and bal.method == "lpt" else []),
         cv_handover=text("flow.ub_to_l1" if device.ub_to_l1 else "flow.via_gm", device=device.name),
         hardware=hardware(spec, device, rtol, atol), schedule=sched,
-        variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size, window=s.window, topk=s.topk,
+        variant=variant, balance=bal, batch_lengths=batch_lengths(spec), block_size=s.block_size,
+        page_table=page_table(s.block_size), quick_factor=_quick_factor(form, s.seq_q, s.seq_kv, q_tile, kv_tile),
+        window=s.window, topk=s.topk,
         pins=pins, **overrides,
     )
     return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
+
+
+def _quick_factor(form: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int) -> int:
+    """The largest f in 8, 4, 2 that divides the performance form's lengths and tiles for ``--quick`` and
+    keeps Q_TILE a multiple of 16, KV_TILE of 128 and the same Q_TILES x KV_TILES loop; 1 when none does
+    (and in the baseline form, whose lengths are dynamic)."""
+    if form != "performance":
+        return 1
+    for f in (8, 4, 2):
+        qt, kt = q_tile // f, kv_tile // f
+        if (q_tile % (16 * f) == 0 and kv_tile % (128 * f) == 0 and ceil(ceil(seq_q / f) / qt) == ceil(seq_q / q_tile)
+                and ceil(ceil(seq_kv / f) / kt) == ceil(seq_kv / kv_tile)):
+            return f
+    return 1
 
 
 def _atoms(spec: Spec, cat) -> list[Choice]:

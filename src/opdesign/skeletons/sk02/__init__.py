@@ -56,7 +56,18 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
     return single_pass_expansion(t.q_tile, t.kv_tile, t.head_dim, t.vec, 1)
 
 
+def static_axes(plan: Plan) -> dict[str, tuple[Any, str]]:
+    """SK-02 fixes the head counts and, unless top-k is a dynamic axis, ``TOPK``."""
+    from opdesign.plan.runnable import fixed_heads
+
+    fixed = fixed_heads(plan)
+    if plan.topk is not None and "topk" not in {a["name"] for a in plan.dynamic_axes}:
+        fixed["topk"] = (plan.topk, "TOPK")
+    return fixed
+
+
 SKELETON = Skeleton(
+    static_axes=static_axes,
     id=ID, template_dir="sk02", applies=applies, plan=estimate, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk02.rules",), rederive_budgets=rederive_budgets,
     rederive_expansion=rederive_expansion, cube_in_vector_scope=True,

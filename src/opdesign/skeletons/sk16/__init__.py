@@ -53,7 +53,15 @@ def rederive_expansion(t: BlockTiles) -> Expansion:
     return expansion(t.vec, t.passes)
 
 
+def static_axes(plan: Plan) -> dict[str, tuple[Any, str]]:
+    """SK-16 fixes the head counts (``NUM_HEADS`` / ``NUM_KV_HEADS``)."""
+    from opdesign.plan.runnable import fixed_heads
+
+    return fixed_heads(plan)
+
+
 SKELETON = Skeleton(
+    static_axes=static_axes,
     id=ID, template_dir="sk16", applies=applies, plan=estimate, numerical_notes=numerical_notes,
     rule_modules=("opdesign.skeletons.sk16.rules",), rederive_budgets=rederive_budgets,
     rederive_expansion=rederive_expansion,

@@ -335,7 +335,8 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     head_group)`` chains' units). Each configured stream beyond the first that has a unit adds
     ``stream_switch_cycles`` to every compute stage. Bottleneck (index into :data:`BOTTLENECKS`): ``sched``
     when the dispatch exceeds the compute, ``fill`` when one chain's latency bounds it (more cores would not
-    help), else the slower stage of the busier pool (AIC: C1 or C2, AIV: V1 or V2).
+    help), else the slowest stage of the busier pool (AIC: C1, C2, and V1 when it runs on the cube
+    core, :func:`v1_on_aic`; AIV: V2, and V1 otherwise).
     """
     st = stage_cycles(ctx, c, params)
     load = core_loads(ctx, c) if load is None else load
@@ -364,9 +365,15 @@ def score(ctx: Context, c: dict[str, np.ndarray], params: CostParams,
     compute = np.maximum(pools.max(axis=1), chain) + epilogues
     total = compute + dispatch
     per_stage = np.stack([stages[k] for k in STAGES], axis=1)
+    # the largest stage of the busier pool; V1 counts in the pool it runs in (the AIC when on_aic)
+    none = np.full(len(chain), -np.inf)
+    on_cube = np.stack([stages["C1"], np.where(on_aic, stages["V1"], none), stages["C2"]], axis=1)
+    on_vec = np.stack([np.where(on_aic, none, stages["V1"]), stages["V2"]], axis=1)
+    aic_stage = np.array([0, 1, 2])[np.argmax(on_cube, axis=1)]
+    aiv_stage = np.array([1, 3])[np.argmax(on_vec, axis=1)]
     bottleneck = np.select(
         [dispatch > compute, chain >= pools.max(axis=1), pools[:, 0] >= pools[:, 1]],
         [np.full(len(chain), BOTTLENECKS.index("sched")), np.full(len(chain), BOTTLENECKS.index("fill")),
-         np.where(stages["C1"] >= stages["C2"], 0, 2)],
-        np.where(stages["V1"] >= stages["V2"], 1, 3))
+         aic_stage],
+        aiv_stage)
     return {"stages": per_stage, "score": np.rint(total), "bottleneck": bottleneck, "epilogue": st["epilogue"], **load}

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from opdesign.validate.engine import memo
 from opdesign.io import yamlsafe
+from opdesign.validate.rules.crosscheck import decoded_sources, design_findings, folder_sources
 from opdesign.validate.parse.document import parse
 from opdesign.validate.parse.kernel_source import KERNEL_GLOBS, NO_KERNEL_RULE, SYNTAX_RULE, read_kernel
 from opdesign.validate.rules.kernel_verdict import WHOLE_FILE_RULES, is_attention_kernel, no_kernel_message
@@ -287,7 +288,8 @@ def validate_loaded(name: str, data: bytes | Unusable, iface_name: str, iface: b
             loaded = ("ok", decode(iface))
         except Unusable as err:
             loaded = (None, "invalid", f"interface file unusable: {err}", 1)
-    return Report.build(names, _run_memo(text, name, iface_name, loaded, target_pypto) + extra)
+    return Report.build(names, _run_memo(text, name, iface_name, loaded, target_pypto) + extra
+                        + design_findings(text, name, iface_name, loaded, decoded_sources(kernels)))
 
 
 def _validate_kernel_file(path: Path, name: str, target: str | None = None) -> list[Finding]:
@@ -318,8 +320,11 @@ def _validate_file(given: str, target: str | None = None) -> tuple[list[str], li
     if path.suffix == ".py" and not path.is_dir():
         return [name], _validate_kernel_file(path, name, target)
     kernels: list[tuple[str, list[Finding]]] = []
+    sources: list[tuple[str, str]] = []
+    heads: list[tuple[str, bytes]] = []
     if path.is_dir():
         kernels = [(str(k), _validate_kernel_file(k, str(k), target)) for k in _kernel_files(path)]
+        sources, heads = folder_sources(path, _kernel_files(path), _read_bytes)
         path = path / DESIGN_NAME
         name = str(path)
     files = [name] + [k for k, _f in kernels]
@@ -341,7 +346,7 @@ def _validate_file(given: str, target: str | None = None) -> tuple[list[str], li
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface, target) + extra
+    return files, _run_memo(text, name, iface_name, iface, target) + extra + design_findings(text, name, iface_name, iface, sources, heads)
 
 
 def _is_spec(path: Path, text: str) -> bool:

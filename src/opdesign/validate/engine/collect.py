@@ -11,7 +11,8 @@ from opdesign.validate.api import Rule, registered, skeletons
 
 #: The shared rule modules (document, interfaces, numbers, budgets, pseudocode).
 RULE_MODULES = tuple(f"opdesign.validate.rules.{name}" for name in (
-    "document", "interfaces", "numbers", "budget", "ub", "pseudocode", "api", "code", "softmax", "kernel_verdict"))
+    "document", "interfaces", "numbers", "budget", "ub", "pseudocode", "api", "code", "softmax", "kernel_verdict",
+    "artifacts"))
 
 
 def all_rules() -> dict[str, Rule]:
