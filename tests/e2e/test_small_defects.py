@@ -115,7 +115,7 @@ def test_tnd_causal_balance_says_it_counts_full_lengths():
 
     plan = estimate(load_spec(REPO / "tests/fixtures/sk01/causal_gqa_tnd.yaml"))
     assert plan.balance is not None and plan.balance.assumption is not None
-    line = next(ln for ln in render_design(plan, "en").splitlines() if ln.startswith("Multi-core balance"))
+    line = next(ln for ln in render_design(plan, "en").splitlines() if ln.startswith("Scheduling ("))
     assert "the split counts every packed (TND) batch at the full seq_q 4096 and seq_kv 4096" in line
     dense = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))  # fixed lengths: nothing assumed
     assert dense.balance.assumption is None

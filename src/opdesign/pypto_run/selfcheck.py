@@ -249,7 +249,7 @@ def explain_unlocated(kernel_text: str, shape: dict[str, Any], constants: dict[s
     --quick replaced), else a reason that says no such mismatch was found."""
     import ast
 
-    from opdesign.validate.rules.crosscheck import module_constants
+    from opdesign.pypto_run.constants import module_constants
 
     try:
         consts = module_constants(ast.parse(kernel_text.split("# --- self-check")[0]))

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from opdesign.pypto_run.constants import eval_constant as _eval
+from opdesign.pypto_run.constants import module_constants
 from opdesign.validate.model import Finding
 
 #: Kernel inputs that are host-built helper tables, not operator inputs: the 0/1 band of the SK-01 mask
@@ -36,36 +38,6 @@ from opdesign.validate.model import Finding
 HOST_TABLES = frozenset({"mask_table", "causal_table", "actual_q"})
 _STAGE = re.compile(r"^#\s*([CV]\d)\b")
 _SELF_CHECK = "# --- self-check"
-
-
-def module_constants(tree: ast.Module) -> dict[str, tuple[Any, int]]:
-    """Module-level ``NAME = <constant expression>`` of the kernel, evaluated, with their lines."""
-    env: dict[str, Any] = {}
-    lines: dict[str, tuple[Any, int]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            value = _eval(node.value, env)
-            if value is not None:
-                env[name] = value
-                lines[name] = (value, node.lineno)
-    return lines
-
-
-def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
-    """An int / float / list expression of constants and known names, else None."""
-    try:
-        code = compile(ast.Expression(node), "<const>", "eval")
-    except (TypeError, ValueError):
-        return None
-    if any(n not in env for n in code.co_names):
-        return None
-    try:
-        value = eval(code, {"__builtins__": {}}, dict(env))  # noqa: S307 - names restricted to kernel constants
-    except Exception:  # noqa: BLE001 - not a constant expression
-        return None
-    return value if isinstance(value, (int, float, list, tuple)) and not isinstance(value, bool) else None
-
 
 
 def _jit_function(tree: ast.Module) -> ast.FunctionDef | None:
