@@ -42,8 +42,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 RANK = {package: rank for rank, layer in enumerate(LAYERS) for package in layer}
-#: What ``validate`` may import besides itself (it gets the skeletons handed in, never imports them).
-VALIDATE_MAY_IMPORT = {"errors", "io", "catalog", "spec", "plan"}
+#: What ``validate`` may import besides itself (it gets the skeletons handed in, never imports them);
+#: ``pypto_run`` for :mod:`opdesign.pypto_run.constants` only, the kernel constants ``verify`` also reads.
+VALIDATE_MAY_IMPORT = {"errors", "io", "catalog", "spec", "plan", "pypto_run"}
 #: What a skeleton's rule module may import from the validator (besides ``opdesign.validate`` itself,
 #: the package ``__init__`` every ``opdesign.validate.X`` import runs).
 RULE_API = ("opdesign.validate.api", "opdesign.validate.parse", "opdesign.validate.analysis")
