@@ -245,6 +245,10 @@ from opdesign.clirank import rank_cmd  # noqa: E402  (its own module: the rankin
 
 app.command("rank")(rank_cmd)
 
+from opdesign.tuning.cli import tune_cmd  # noqa: E402  (the tuning loop: rank, SIM, refit, re-rank)
+
+app.command("tune")(tune_cmd)
+
 # === tool / mcp ===
 
 tool_app = typer.Typer(no_args_is_help=True, help="Agent tools: JSON Schemas, one JSON call in, one JSON result out.")
