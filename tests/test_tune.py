@@ -163,6 +163,9 @@ def test_tune_writes_a_design_and_its_reports(fake):
     assert "## Round 1" in md and "(the default plan)" in md and "task_overhead_cycles" in md
     assert json.loads((out / "tune" / "report.json").read_text())["best"]["sim_us"] == best
     assert report["refit"]["note"].startswith("the refit moves task_overhead_cycles")
+    import importlib.util
+
+    assert (out / "tune" / "convergence.png").is_file() == (importlib.util.find_spec("matplotlib") is not None)
 
 
 def test_a_second_tune_is_served_from_the_sim_cache(fake):

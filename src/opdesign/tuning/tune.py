@@ -334,11 +334,45 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
             if stall >= PATIENCE:
                 say(f"stop: the best SIM time has not improved by more than {IMPROVE_PCT} % for {PATIENCE} batches")
                 break
+        others = _other_configs(spec, spec_path, plan, runs, run_plan, quick, timeout, pool, cache, env, say)
     finally:
         if own_pool:
             pool.close()
+    run_plan = {**run_plan, "other_configs": others}
     return finish(spec, spec_path, plan, out_dir, runs, rounds, params, prior, run_plan, default_key,
                   sims_done=sims_done, cache=cache, say=say, elapsed=time.perf_counter() - started)
+
+
+def _other_configs(spec: Any, spec_path: Path, plan: Any, runs: list[dict], run_plan: dict[str, Any], quick: bool,
+                   timeout: float, pool: Any, cache: Any, env: dict[str, str], say: Callable[[str], None]) -> list[dict]:
+    """The winner's SIM time on every other performance config (runs beyond the budget, said so)."""
+    from opdesign.candidate import pins_from_row, plan_for_pins
+    from opdesign.render.design import render_kernel
+    from opdesign.tuning.simcache import sim_key
+
+    ok = [r for r in runs if r["result"].get("sim_us") is not None]
+    names = [n for n in run_plan["performance_configs"] if n != run_plan["config"]]
+    if not ok or not names:
+        return []
+    best = min(ok, key=lambda r: (r["result"]["sim_us"], r["rank"]))
+    text = render_kernel(plan_for_pins(spec, spec_path, plan, pins_from_row(_row_model(best["row"])), validate=False))
+    out, todo = [], []
+    for name in names:
+        _, shape, _ = _shape_of(text, name, quick)
+        hit = cache.get(sim_key(text, shape, quick, env))
+        out.append({"config": name, "shape": shape, "sim_us": hit["sim_us"] if hit else None,
+                    "source": "cache" if hit else "sim"})
+        if not hit:
+            todo.append((len(out) - 1, {"kernel_text": text, "config": name, "quick": quick, "timeout": timeout,
+                                        "label": f"winner on {name}"}))
+    if todo:
+        say(f"the winner on {len(todo)} more performance config(s) (beyond the budget)")
+        for (i, job), res in zip(todo, pool.map([j for _, j in todo])):
+            out[i].update(sim_us=res.get("sim_us"), sim_error=res.get("sim_error"))
+            if res.get("sim_us") is not None:
+                cache.put(sim_key(text, out[i]["shape"], quick, env), {**res, **env})
+            say(f"winner on {job['config']}: SIM {res.get('sim_us')} us at {_shape_text(out[i]['shape'])}")
+    return out
 
 
 def _first(meta: list, khash: str) -> Any:
@@ -376,6 +410,7 @@ def finish(spec: Any, spec_path: Path, plan: Any, out_dir: Path, runs: list[dict
               "runs": len(runs), "sim_runs": sum(1 for r in runs if r["source"] == "sim"),
               "cache_runs": sum(1 for r in runs if r["source"] == "cache"), "elapsed_s": round(elapsed, 1),
               "default": _brief(default), "best": _brief(best),
+              "best_on_other_performance_configs": run_plan.get("other_configs", []),
               "speedup": (round(default["result"]["sim_us"] / best["result"]["sim_us"], 3)
                           if default and best and default["result"].get("sim_us") else None),
               "refit": {"prior": {k: getattr(prior, k) for k in ("task_overhead_cycles", "step_dispatch_cycles",
@@ -442,6 +477,8 @@ def report_md(report: dict[str, Any]) -> str:
     if d and b:
         lines += [f"Default plan: rank {d['rank']}, SIM {d['sim_us']} us. Best: rank {b['rank']}, SIM {b['sim_us']} us "
                   f"(speedup {report['speedup']}x).", ""]
+    for o in report.get("best_on_other_performance_configs", []):
+        lines += [f"Best on {o['config']} ({_shape_text(o['shape'])}): SIM {o['sim_us']} us ({o['source']}).", ""]
     rf = report["refit"]
     lines += ["Refit: " + rf["note"] + ". Prior " + ", ".join(f"{k} {v}" for k, v in rf["prior"].items())
               + "; final " + ", ".join(f"{k} {v}" for k, v in rf["final"].items()) + ".", ""]
