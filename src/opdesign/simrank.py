@@ -161,11 +161,11 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
             sims[rank] = {**result, "same_kernel_as": same}
             say(f"[{n}/{len(picks)}] rank {rank}: same kernel as rank {same}")
             continue
-        say(f"[{n}/{len(picks)}] rank {rank}: q_tile {row.q_tile} kv_tile {row.kv_tile} qk {row.qk_tile} "
-            f"pv {row.pv_tile} vec {row.vec_tile[0]}x{row.vec_tile[1]} unroll {row.unroll_factor} "
-            f"G {row.head_group} S {row.streams}: compile + SIM")
         cache_key = sim_key(kernel, shape, False)
         hit = cache.get(cache_key)
+        say(f"[{n}/{len(picks)}] rank {rank}: q_tile {row.q_tile} kv_tile {row.kv_tile} qk {row.qk_tile} "
+            f"pv {row.pv_tile} vec {row.vec_tile[0]}x{row.vec_tile[1]} unroll {row.unroll_factor} "
+            f"G {row.head_group} S {row.streams}: {'compile + SIM' if hit is None else 'in the SIM cache'}")
         if hit is not None:
             result = {"sim_us": hit["sim_us"], "seconds": hit.get("seconds"), "sim_error": None, "cached": True}
         else:
