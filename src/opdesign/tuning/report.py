@@ -114,6 +114,7 @@ def report_md(report: dict[str, Any]) -> str:
     rf = report["refit"]
     lines += ["Refit: " + rf["note"] + ". Prior " + ", ".join(f"{k} {v}" for k, v in rf["prior"].items())
               + "; final " + ", ".join(f"{k} {v}" for k, v in rf["final"].items()) + ".", ""]
+    lines += ["Ranks are those of each round's ranking (the refit re-ranks between rounds).", ""]
     for rd in report["rounds"]:
         lines += [f"## Round {rd['round']}", "",
                   f"Least-sure knob: {rd['knob'] or 'none'}; best so far {rd['best_us']} us; refit moved "
