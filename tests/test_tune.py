@@ -121,6 +121,19 @@ def test_a_crashing_candidate_does_not_take_the_pool_down(fake):
     assert again[0]["sim_us"] == got[0]["sim_us"] and pool.restarts >= 1
 
 
+def test_a_hung_candidate_times_out_and_the_pool_goes_on(fake, monkeypatch):
+    monkeypatch.setenv("OPDESIGN_FAKE_SIM_SECONDS", "30")
+    pool = LocalPool(1)
+    try:
+        (hung,) = pool.map([{"kernel_text": _kernel(1), "timeout": 2}])
+        monkeypatch.setenv("OPDESIGN_FAKE_SIM_SECONDS", "0")  # new workers read it when they start
+        (after,) = pool.map([{"kernel_text": _kernel(1)}])
+    finally:
+        pool.close()
+    assert hung["sim_us"] is None and hung["sim_error"].startswith("timeout") and hung["failure"] == "timeout"
+    assert after["sim_us"] == simjob.run_fake({"kernel_text": _kernel(1)})["sim_us"]
+
+
 def test_workers_are_recycled_after_n_runs(fake):
     jobs = [{"kernel_text": _kernel(1)} for _ in range(4)]
     pool = LocalPool(1, recycle=2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ ENV_RUNNER = "OPDESIGN_SIM_RUNNER"
 FULL_JOB_BYTES = 7 * 2**30
 QUICK_JOB_BYTES = 2 * 2**30
 DEFAULT_RECYCLE = 20
+DEFAULT_TIMEOUT = 1800.0
 
 Done = Callable[[int, dict[str, Any]], None]
 
@@ -64,8 +66,8 @@ def _warm_init(warm: bool) -> None:
         import_pypto()  # torch + PyPTO once per worker
 
 
-def _died(job: dict[str, Any], why: str) -> dict[str, Any]:
-    return {"sim_us": None, "utilization": None, "seconds": None, "wall": None, "sim_error": why,
+def _died(job: dict[str, Any], why: str, kind: str = "died") -> dict[str, Any]:
+    return {"sim_us": None, "utilization": None, "seconds": None, "wall": None, "sim_error": why, "failure": kind,
             "shape": None, "quick": bool(job.get("quick")), "config": job.get("config"), "pid": None,
             "output_dir": None}
 
@@ -97,6 +99,12 @@ class LocalPool:
             self._served = 0
         return self._ex
 
+    def _kill(self) -> None:
+        ex = self._ex
+        for proc in list(getattr(ex, "_processes", {}).values()) if ex is not None else []:
+            proc.kill()  # our own workers, by their process objects
+        self._restart()
+
     def _restart(self) -> None:
         if self._ex is not None:
             self._ex.shutdown(wait=False, cancel_futures=True)
@@ -113,17 +121,27 @@ class LocalPool:
             wave, todo = todo[:room], todo[room:]
             self._served += len(wave)
             futures = {ex.submit(self.fn, jobs[i]): i for i in wave}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    results[i] = fut.result()
-                except BrokenProcessPool:
-                    broken.append(i)
-                    continue
-                except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
-                    results[i] = _died(jobs[i], f"{type(exc).__name__}: {exc}"[:500])
-                if on_done:
-                    on_done(i, results[i])
+            # the wave's deadline: its longest job timeout per job a worker takes in turn
+            limit = max(float(jobs[i].get("timeout", DEFAULT_TIMEOUT)) for i in wave) * -(-len(wave) // self.jobs)
+            try:
+                for fut in as_completed(futures, timeout=limit):
+                    i = futures[fut]
+                    try:
+                        results[i] = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(i)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
+                        results[i] = _died(jobs[i], f"{type(exc).__name__}: {exc}"[:500])
+                    if on_done:
+                        on_done(i, results[i])
+            except FuturesTimeout:
+                self._kill()  # the hung SIMs: their workers go, the pool starts new ones
+                for fut, i in futures.items():
+                    if results[i] is None and i not in broken:
+                        results[i] = _died(jobs[i], f"timeout: the SIM ran past {limit:.0f} s", kind="timeout")
+                        if on_done:
+                            on_done(i, results[i])
             if broken:
                 self._restart()
                 for i in sorted(broken):  # alone: only a job that crashes its worker again is lost
