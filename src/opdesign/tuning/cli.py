@@ -29,6 +29,8 @@ def tune_cmd(
                                metavar="NAME"),
     quick: bool = typer.Option(False, "--quick", help="simulate the SPEC's quick shape (the same for every row)",
                                metavar=FLAG),
+    sim_timeout: float = typer.Option(1800.0, "--sim-timeout", min=1, metavar="S",
+                                      help="seconds per candidate compile + SIM before it counts as failed"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON", metavar=FLAG),
     quiet: bool = quiet_option(),
 ) -> None:
@@ -47,7 +49,7 @@ def tune_cmd(
              f"pairs: about {plan['estimate_seconds']:.0f} s of SIM for the budget (~48 pairs per 10 s)")
         return
     report = tune(spec, budget=budget, batch=batch, jobs=jobs, cluster=cluster, out=out, resume=resume,
-                  config=config, quick=quick, progress=lambda m: note(m, err=True))
+                  config=config, quick=quick, progress=lambda m: note(m, err=True), timeout=sim_timeout)
     if as_json:
         echo(json.dumps(report, indent=1, sort_keys=True))
     else:
