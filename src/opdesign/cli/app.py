@@ -262,6 +262,10 @@ from opdesign.cli.rank import rank_cmd  # noqa: E402  (its own module: the ranki
 
 app.command("rank")(rank_cmd)
 
+from opdesign.cli.tune import tune_cmd  # noqa: E402  (the tuning loop: rank, SIM, refit, re-rank)
+
+app.command("tune")(tune_cmd)
+
 # === tool / mcp ===
 
 tool_app = typer.Typer(no_args_is_help=True, help="Agent tools: JSON Schemas, one JSON call in, one JSON result out.")

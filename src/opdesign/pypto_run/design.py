@@ -33,6 +33,8 @@ class ConfigResult(BaseModel):
     utilization: float | None = Field(description="simulated AICore utilisation in percent, 0-100")
     seconds: float | None = Field(description="wall time of compile + SIM (+ verify) of this config")
     shrunk: str | None = Field(description="how the config's shape was shrunk for the CPU run, or null")
+    shape: dict = Field(default_factory=dict, description="the shape the SIM time was measured at "
+                        "(batch, num_heads, num_kv_heads, seq_q, seq_kv, head_dim, ...)")
     verify: VerifyCheck
 
 

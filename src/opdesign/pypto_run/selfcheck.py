@@ -157,7 +157,25 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _config_row(name: str, shrunk: str | None, result: Any, verify: bool) -> dict[str, Any]:
+def shape_text(shape: dict[str, Any] | None) -> str:
+    """``batch 1, num_heads 8, ..., head_dim 128``: the shape a SIM time was measured at."""
+    return ", ".join(f"{k} {v}" for k, v in (shape or {}).items())
+
+
+def long_run_note(cfg: dict[str, Any], quick: bool) -> str | None:
+    """What a config beyond the ~10 s budget of tile pairs says before it runs (None within it)."""
+    from opdesign.tuning.shrink import BUDGET_PAIRS, estimate_seconds
+
+    pairs = cfg.get("quick_tile_pairs" if quick else "tile_pairs")
+    if pairs is None or pairs <= BUDGET_PAIRS:
+        return None
+    return (f"{cfg['name']}: {pairs} tile pairs at {shape_text(cfg['quick' if quick else 'shape'])}: expect about "
+            f"{estimate_seconds(pairs):.0f} s of compile + SIM (~{BUDGET_PAIRS} pairs per 10 s)"
+            + ("" if quick else "; --quick runs a shrunk shape"))
+
+
+def _config_row(name: str, shrunk: str | None, result: Any, verify: bool,
+                shape: dict[str, Any] | None = None) -> dict[str, Any]:
     v = result.verify
     status = v.status if verify else "SKIPPED"
     if verify and status == "NOT_RUN":
@@ -169,6 +187,7 @@ def _config_row(name: str, shrunk: str | None, result: Any, verify: bool) -> dic
         "utilization": result.utilization,
         "seconds": result.seconds,
         "shrunk": shrunk,
+        "shape": dict(shape or {}),
         "verify": {"status": status, "max_abs_diff": v.max_abs_diff if verify else None,
                    "max_rel_diff": v.max_rel_diff if verify else None,
                    "failed_passes": list(v.failed_passes) if verify else []},
@@ -205,6 +224,9 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
 
     for i, cfg in enumerate(c for c in all_configs if c["name"] in chosen):
         shrunk = cfg.get("quick_shrunk") if quick else cfg.get("shrunk")
+        long_note = long_run_note(cfg, quick)
+        if long_note:
+            say(long_note)
         say(f"[{i + 1}/{len(chosen)}] {cfg['name']}: compile, SIM{' and verify' if verify else ''}"
             + (f" (shrunk: {shrunk})" if shrunk else ""))
         work = Path(tempfile.mkdtemp(prefix="opdesign-verify-"))
@@ -217,7 +239,7 @@ def run(kernel_file: str | Path, *, configs: list[str] | None = None, quick: boo
                                   case_args={"config": cfg["name"], "quick": quick}, python=interpreter)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        row = _config_row(cfg["name"], shrunk, result, verify)
+        row = _config_row(cfg["name"], shrunk, result, verify, cfg["quick" if quick else "shape"])
         report["configs"].append(row)
         for e in result.errors:
             if e.kernel_line is None and e.stage in ("parse", "compile"):
@@ -287,7 +309,8 @@ def format_row(row: dict[str, Any]) -> str:
     v = row["verify"]
     diffs = "" if v["status"] == "SKIPPED" else \
         f" (max abs {_num(v['max_abs_diff'], '.3g')}, max rel {_num(v['max_rel_diff'], '.3g')})"
-    return (f"{row['name']}: compiled, SIM {_num(row['sim_us'], '.2f')} us "
+    at = f" at {shape_text(row['shape'])}" if row.get("shape") else ""
+    return (f"{row['name']}: compiled, SIM {_num(row['sim_us'], '.2f')} us{at} "
             f"(AICore utilization {_num(row['utilization'], '.1f')} %), verify {v['status']}{diffs}")
 
 

@@ -27,6 +27,7 @@ from opdesign.pypto_run.marker import HARNESS_MARKER
 from opdesign.catalog.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
 from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
+from opdesign.tuning.shrink import harness_configs
 
 Lang = Literal["en", "zh"]
 
@@ -80,6 +81,7 @@ def _env() -> Environment:
     env.filters["cell"] = _cell
     env.filters["py"] = repr
     env.filters["kib"] = lambda b: f"{b / 1024:.2f} KiB"
+    env.globals["harness_configs"] = harness_configs  # the self-check's shapes (SK-01 kernel_selfcheck.j2)
     return env
 
 

@@ -1,8 +1,10 @@
-"""The PTO-style cost model: rank the legal tilings around a plan (a filter for benchmarking).
+"""Tuning: rank the legal tilings around a plan with a PTO-style cost model, and hold the ranking to SIM.
 
-:mod:`.isa` instruction cycles, :mod:`.space` candidates and hard rules, :mod:`.stages` per-stage
-cycles and the FAI pipeline, :mod:`.rank` the ranking. It takes a SPEC and its plan, never the
-estimator; text rendering is :mod:`opdesign.render.costmodel`.
+The model: :mod:`.model` (instruction cycles, stages, parameters, calibration), :mod:`.space`
+candidates and hard rules, :mod:`.rank` the ranking (it takes a SPEC and its plan, never the
+estimator; text rendering is :mod:`opdesign.render.costmodel`). The loop (issue 32): the self-check's
+shape rule (:mod:`.shrink`), the SIM result cache (:mod:`.simcache`), SIM workers (:mod:`.workers`)
+and ``opdesign tune`` (:mod:`.tune`).
 """
 
 from opdesign.tuning.pins import plan_fields, with_cube_tiles

@@ -111,10 +111,14 @@ def eligible_ranks(plan: Plan, ranking: Ranking) -> list[int]:
 
 def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k: int, *, top: int = 20,
              timeout: float = 900.0, progress: Callable[[str], None] | None = None,
-             python: str | None = None, only: list[int] | None = None) -> dict[str, Any]:
+             python: str | None = None, only: list[int] | None = None, cache: Any = None,
+             runner: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
     """Simulate the picks of ``ranking`` (every legal row) and compare; returns the ``--json`` report.
 
     ``only``: simulate just these of the picks (ranks), e.g. to split one SPEC's picks over processes.
+    ``cache``: the SIM cache (:class:`opdesign.tuning.simcache.SimCache`, default its documented folder): a
+    kernel already simulated on the same shape with the same PyPTO / torch / platform is not run again.
+    ``runner``: ``runner(kernel_text, shape, timeout=, python=)`` instead of :func:`simulate` (tests).
 
     Raises:
         ExtraMissingError: the ``opdesign[pypto]`` extra is missing (or not PyPTO 0.2.0).
@@ -123,11 +127,17 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
     from opdesign.pypto_run._lazy import ExtraMissing, UnsupportedRelease, require_supported_release
     from opdesign.render.design import render_kernel
 
+    from opdesign.tuning.simcache import SimCache, environment, sim_key
+
     say = progress or (lambda _m: None)
-    try:
-        version = require_supported_release()
-    except (ExtraMissing, UnsupportedRelease) as err:
-        raise ExtraMissingError(str(err), {"install": "pip install 'opdesign[pypto]'"}) from None
+    if runner is None:
+        try:
+            version = require_supported_release()
+        except (ExtraMissing, UnsupportedRelease) as err:
+            raise ExtraMissingError(str(err), {"install": "pip install 'opdesign[pypto]'"}) from None
+    else:
+        version = environment()["pypto"]
+    cache = cache if cache is not None else SimCache()
     chains = plan.form == "performance"
     eligible = eligible_ranks(plan, ranking)
     picks = [eligible[i - 1] for i in sim_picks(len(eligible), k)]
@@ -151,14 +161,20 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
             sims[rank] = {**result, "same_kernel_as": same}
             say(f"[{n}/{len(picks)}] rank {rank}: same kernel as rank {same}")
             continue
+        cache_key = sim_key(kernel, shape, False)
+        hit = cache.get(cache_key)
         say(f"[{n}/{len(picks)}] rank {rank}: q_tile {row.q_tile} kv_tile {row.kv_tile} qk {row.qk_tile} "
             f"pv {row.pv_tile} vec {row.vec_tile[0]}x{row.vec_tile[1]} unroll {row.unroll_factor} "
-            f"G {row.head_group} S {row.streams}: compile + SIM")
-        result = simulate(kernel, shape, timeout=timeout, python=python)
+            f"G {row.head_group} S {row.streams}: {'compile + SIM' if hit is None else 'in the SIM cache'}")
+        if hit is not None:
+            result = {"sim_us": hit["sim_us"], "seconds": hit.get("seconds"), "sim_error": None, "cached": True}
+        else:
+            result = (runner or simulate)(kernel, shape, timeout=timeout, python=python)
+            cache.put(cache_key, {**result, "shape": shape, **environment()})
         done_kernels[key] = (rank, result)
         sims[rank] = result
         say(f"    {'SIM %.2f us' % result['sim_us'] if result['sim_us'] is not None else 'FAILED: ' + str(result['sim_error'])[:200]}"
-            f" ({result['seconds']} s)")
+            + (" (from the SIM cache)" if result.get("cached") else f" ({result['seconds']} s)"))
     shown = sorted(set(range(1, min(top, len(ranking.rows)) + 1)) | set(picks))
     rows = []
     for rank in shown:
@@ -170,6 +186,7 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
     out.update(rows=rows, agreement=agreement([r for r in rows if r["simulated"]]),
                sim={"pypto_version": version, "shape": shape, "picks": picks, "timeout_s": timeout,
                     "shrunk": None, "eligible": len(eligible),
+                    "cache": {"dir": str(cache.root), "hits": cache.hits, "misses": cache.misses},
                     "shape_note": "the SPEC's typical shape for every candidate (not shrunk); " + (
                         "picks among the rows with head_group 1 and streams 1 and the rows with one KV tile (the "
                         "performance kernel writes head_group x streams chains over one KV tile)"
@@ -193,6 +210,9 @@ def format_sim_text(report: dict[str, Any]) -> str:
         lines.append(f"{r['rank']:>6} {r['q_tile']:>6} {r['kv_tile']:>7} {mxn(r['qk_tile']):>7} {mxn(r['pv_tile']):>7} "
                      f"{mxn(r['vec_tile']):>7} {r['unroll_factor']:>6} {r['head_group']:>2} "
                      f"{r['streams']:>2} {r['score_cycles']:>13} {sim_us:>11}  {note[:100]}")
+    cache = sim.get("cache")
+    if cache:
+        lines.append(f"SIM cache {cache['dir']}: {cache['hits']} run(s) served from it, {cache['misses']} simulated")
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     lines.append(f"agreement over {a['n']} simulated candidates: Spearman rho {fmt(a['spearman'])}, Kendall tau "
                  f"{fmt(a['kendall'])}; opdesign's top-1 is SIM rank {a['top1_sim_rank'] or 'n/a'}"

@@ -83,9 +83,9 @@ def test_dense_performance_form_verifies_quick(tmp_path):
     report = verify_dir(out, quick=True, configs=["perf_s8192"])
     assert report.errors == [], report.errors
     (config,) = report.configs
-    assert config.shrunk == ("num_heads 8 -> 1, num_kv_heads 8 -> 1, performance form scaled down 8x (the same "
-                             "2 x 8 tile loop): SEQ_Q 8192 -> 1024, SEQ_KV 8192 -> 1024, Q_TILE 4096 -> 512, "
-                             "KV_TILE 1024 -> 128")
+    # the SPEC's quick shape (the same for every candidate): 8 heads (every G x S dividing 8 divides them)
+    assert config.shrunk == "seq_q 8192 -> 1024, seq_kv 8192 -> 1024, Q_TILE 4096 -> 512, KV_TILE 1024 -> 128"
+    assert (config.shape["seq_q"], config.shape["num_heads"]) == (1024, 8)
     assert config.compiled and config.sim_us > 0
     assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config
     assert report.passed

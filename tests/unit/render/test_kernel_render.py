@@ -114,23 +114,25 @@ def test_good_rule_examples_use_only_names_the_release_has():
 
 def test_quick_scales_the_performance_form_constants_down(tmp_path):
     """dense_fa_8192 is the performance form (compile-time SEQ_Q / SEQ_KV): --quick runs a copy of the
-    kernel with its lengths and tiles divided by 8, the same 2 x 8 tile loop, every line in place."""
+    kernel with its lengths and tiles divided by the SPEC's factor 8, the same 2 x 8 tile loop, every line
+    in place; a run without --quick is the config's own shape (never shrunk)."""
     plan = estimate(load_spec(EXAMPLES / "dense_fa_8192.yaml"))
     assert plan.form == "performance" and (plan.q_tile, plan.kv_tile, plan.q_tiles, plan.kv_tiles) == (4096, 1024, 2, 8)
     kernel = tmp_path / "dense_fa_8192_kernel.py"
     kernel.write_text(render_all(plan, "en")[kernel.name], encoding="utf-8")
     configs = read_harness(kernel)["CONFIGS"]
-    consts = {"SEQ_Q": 1024, "SEQ_KV": 1024, "Q_TILE": 512, "KV_TILE": 128, "OUT_ROWS": 512}
+    consts = {"SEQ_Q": 1024, "SEQ_KV": 1024, "Q_TILE": 512, "KV_TILE": 128}
     for cfg in configs:
         assert cfg["quick_constants"] == consts
         assert (cfg["quick"]["seq_q"], cfg["quick"]["seq_kv"]) == (1024, 1024)
         assert (cfg["shape"]["seq_q"], cfg["shape"]["seq_kv"]) == (8192, 8192)  # a run without --quick is full size
-        assert "performance form scaled down 8x (the same 2 x 8 tile loop): SEQ_Q 8192 -> 1024" in cfg["quick_shrunk"]
+        assert cfg["shrunk"] is None and cfg["tile_pairs"] == cfg["shape"]["batch"] * cfg["shape"]["num_heads"] * 16
+        assert "seq_q 8192 -> 1024, seq_kv 8192 -> 1024, Q_TILE 4096 -> 512, KV_TILE 1024 -> 128" in cfg["quick_shrunk"]
     copy = with_constants(kernel, consts, tmp_path / "quick" / kernel.name)
     before, after = kernel.read_text().splitlines(), copy.read_text().splitlines()
     assert len(before) == len(after)
     changed = {a for a, b in zip(before, after) if a != b}
-    assert {line.split(" = ")[0] for line in changed} == set(consts) - {"OUT_ROWS"}  # OUT_ROWS stays 512
+    assert {line.split(" = ")[0] for line in changed} == set(consts)  # OUT_ROWS stays 512
     module = {n.targets[0].id: n.value.value for n in ast.parse(copy.read_text()).body
               if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)}
     assert {k: module[k] for k in consts} == consts
@@ -143,7 +145,10 @@ def test_quick_scales_the_performance_form_constants_down(tmp_path):
 def test_quick_keeps_the_baseline_form_kernel_as_is():
     plan = estimate(load_spec(EXAMPLES / "causal_gqa_tail.yaml"))
     assert plan.form != "performance"
-    assert "quick_constants" not in render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    text = render_all(plan, "en")[f"{plan.op_name}_kernel.py"]
+    harness = text.split("CONFIGS = ", 1)[1]
+    configs = ast.literal_eval(harness[: harness.index("\n]\n") + 3])
+    assert configs and all("quick_constants" not in c and c["shrunk"] is None for c in configs)
 
 
 def test_performance_form_writes_only_the_valid_rows_of_a_q_tail():
