@@ -164,7 +164,7 @@ def shape_text(shape: dict[str, Any] | None) -> str:
 
 def long_run_note(cfg: dict[str, Any], quick: bool) -> str | None:
     """What a config beyond the ~10 s budget of tile pairs says before it runs (None within it)."""
-    from opdesign.tuning.shrink import BUDGET_PAIRS, estimate_seconds
+    from opdesign.pypto_run.shrink import BUDGET_PAIRS, estimate_seconds
 
     pairs = cfg.get("quick_tile_pairs" if quick else "tile_pairs")
     if pairs is None or pairs <= BUDGET_PAIRS:

@@ -27,7 +27,7 @@ from opdesign.pypto_run.marker import HARNESS_MARKER
 from opdesign.catalog.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
 from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
-from opdesign.tuning.shrink import harness_configs
+from opdesign.pypto_run.shrink import harness_configs
 
 Lang = Literal["en", "zh"]
 

@@ -36,7 +36,7 @@ class Rescorer:
         from opdesign.tuning.rank import _legal_space
         from opdesign.tuning.space import context
 
-        self.ctx = context(spec, plan, prior.cube_cores)
+        self.ctx = context(spec, plan)
         c, load, _, _ = _legal_space(self.ctx, True)
         idx, keys = [], []
         for row in rows:

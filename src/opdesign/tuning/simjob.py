@@ -6,7 +6,7 @@ A job is plain data (it crosses process and Dask boundaries)::
 
 The run shape is the kernel file's own: ``CONFIGS[config]["shape"]`` (``"quick"`` with ``quick``, with the
 config's ``quick_constants`` written into a copy of the kernel, as ``opdesign verify --quick`` does), so
-every candidate of one SPEC runs the same shape (:mod:`opdesign.tuning.shrink`). The result::
+every candidate of one SPEC runs the same shape (:mod:`opdesign.pypto_run.shrink`). The result::
 
     {"sim_us", "utilization", "seconds" (compile + SIM inside the kernel call), "wall" (the job from the
      caller's side), "sim_error", "shape", "quick", "config", "pid", "output_dir"}

@@ -129,7 +129,7 @@ def plan_run(spec_path: Path, *, budget: int, batch: int, config: str | None, qu
     from opdesign.workflows.new import plan_from_spec
     from opdesign.skeletons.registry import SKELETONS, skeleton_of
     from opdesign.spec import load_spec
-    from opdesign.tuning.shrink import estimate_seconds, harness_configs
+    from opdesign.pypto_run.shrink import estimate_seconds, harness_configs
 
     spec = load_spec(spec_path)
     plan = plan_from_spec(spec, spec_path)

@@ -1,4 +1,4 @@
-"""The self-check's shapes (issue 32 deliver 0, :mod:`opdesign.tuning.shrink`): without --quick every config
+"""The self-check's shapes (issue 32 deliver 0, :mod:`opdesign.pypto_run.shrink`): without --quick every config
 runs at its own shape; --quick shrinks every candidate of one SPEC to the same shape, and no tile is larger
 than the shrunk axis. Plain tests (no PyPTO); the SIM run is in test_tune_pypto.py."""
 
@@ -13,7 +13,7 @@ from opdesign.errors import InputError
 from opdesign.workflows.new import plan_from_spec
 from opdesign.pypto_run.selfcheck import long_run_note
 from opdesign.spec import load_spec
-from opdesign.tuning.shrink import (
+from opdesign.pypto_run.shrink import (
     estimate_seconds,
     harness_configs,
     perf_factor,
