@@ -40,10 +40,10 @@ def run_spec(path: Path, k: int, timeout: float, *, calibrated: bool = True, max
     one report whose agreement is computed over all of them."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from opdesign.spec import load_spec
     from opdesign.tuning.model.calibration import load_params
     from opdesign.workflows.new import plan_from_spec, rank_spec
     from opdesign.workflows.sim_rank import agreement, sim_rank
-    from opdesign.spec import load_spec
 
     spec = load_spec(path)
     plan = plan_from_spec(spec, path)

@@ -83,9 +83,7 @@ def _prepare_root(root: Path) -> None:
 
 async def _bench(root: Path, calls: int) -> dict:
     from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    from mcp.client.stdio import get_default_environment
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
     env = get_default_environment()  # the SDK passes on only a few variables: keep PYTHONPATH (the tree measured)
     if os.environ.get("PYTHONPATH"):

@@ -23,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from opdesign.tuning import rank_candidates
 from opdesign.errors import SpecError
 from opdesign.skeletons.registry import estimate, skeleton_of
 from opdesign.spec import load_spec
+from opdesign.tuning import rank_candidates
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_CANDIDATES, TARGET_SECONDS = 10_000, 1.0

@@ -27,12 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", type=int, default=4)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
-    from opdesign.tuning import rank_candidates
-    from opdesign.workflows.new import plan_from_spec
     from opdesign.render.design import render_kernel
     from opdesign.spec import load_spec
+    from opdesign.tuning import rank_candidates
     from opdesign.tuning.pool import FreshPool, LocalPool
+    from opdesign.workflows.new import plan_from_spec
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
     spec = load_spec(args.spec)
     plan = plan_from_spec(spec, args.spec)

@@ -26,10 +26,10 @@ TILES = "q_tile=128,kv_tile=256,qk_tile=128x128,pv_tile=128x256,vec_tile=16x256"
 
 
 def main() -> int:
-    from opdesign.workflows.pin import pinned_plan
     from opdesign.render.design import render_kernel
-    from opdesign.workflows.sim_rank import simulate
     from opdesign.spec import load_spec
+    from opdesign.workflows.pin import pinned_plan
+    from opdesign.workflows.sim_rank import simulate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--spec", type=Path, default=SPEC)

@@ -46,8 +46,8 @@ SWEEP_VALUES: tuple[Any, ...] = (None, True, -1, 2**70, 1.5, "x", [1, 2], {"a": 
 def bases() -> list[tuple[str, str, str]]:
     """(name, DESIGN.md text, interface text) of every example SPEC, en and zh."""
     sys.path.insert(0, str(REPO / "src"))
-    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
+    from opdesign.workflows.new import plan_from_spec_file
 
     out = []
     for spec in sorted((REPO / "examples" / "specs").glob("*.yaml")):

@@ -60,8 +60,8 @@ while True:
 def _swaps(n: int) -> dict:
     from opdesign.agent import design as tool_design
     from opdesign.agent.tools import call_tool
-    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
+    from opdesign.workflows.new import plan_from_spec_file
 
     base = Path(tempfile.mkdtemp(prefix="opd-stress-"))
     root, outside = base / "root", base / "outside"
@@ -139,9 +139,9 @@ def _state(folder: Path) -> dict:
 
 def _pairs(n: int) -> dict:
     from opdesign.errors import OpdesignError
-    from opdesign.workflows.new import plan_from_spec_file
-    from opdesign.render.design import render_all
     from opdesign.io.publish import write_artifacts
+    from opdesign.render.design import render_all
+    from opdesign.workflows.new import plan_from_spec_file
 
     plan = plan_from_spec_file(SPEC, tuning=True)
     renders = {lang: render_all(plan, lang) for lang in ("en", "zh")}
@@ -178,8 +178,8 @@ def _pairs(n: int) -> dict:
 
 
 def _kills(n: int, seed: int = 16) -> dict:
-    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
+    from opdesign.workflows.new import plan_from_spec_file
 
     plan = plan_from_spec_file(SPEC, tuning=True)
     renders = [render_all(plan, lang) for lang in ("en", "zh")]

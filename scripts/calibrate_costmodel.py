@@ -42,10 +42,10 @@ def _rescore(spec, plan, params) -> dict:
 
 
 def _simulate(path: Path, k: int, timeout: float) -> dict:
-    from opdesign.workflows.new import plan_from_spec, rank_spec
-    from opdesign.workflows.sim_rank import sim_rank
     from opdesign.spec import load_spec
     from opdesign.tuning import CostParams
+    from opdesign.workflows.new import plan_from_spec, rank_spec
+    from opdesign.workflows.sim_rank import sim_rank
 
     spec = load_spec(path)
     plan = plan_from_spec(spec, path)
@@ -55,9 +55,9 @@ def _simulate(path: Path, k: int, timeout: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from opdesign.spec import load_spec
     from opdesign.tuning.model.calibration import FITTED, calibration_path, fit_params
     from opdesign.workflows.new import plan_from_spec
-    from opdesign.spec import load_spec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", action="append", type=Path, default=[], help="fit SPEC (repeatable)")

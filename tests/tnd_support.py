@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 MISSING = [m for m in ("pypto", "torch") if importlib.util.find_spec(m) is None]

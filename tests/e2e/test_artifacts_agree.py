@@ -8,14 +8,14 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES, run_cli, spec_variant
-from opdesign.workflows.pin import pinned_plan
+
 from opdesign.errors import SpecError
 from opdesign.plan.runnable import check_runnable
 from opdesign.render.design import render_design, render_kernel, render_scaffold
 from opdesign.skeletons.registry import estimate, static_axes
 from opdesign.spec import load_spec
+from opdesign.workflows.pin import pinned_plan
 
 
 def _runnable(plan):

@@ -16,8 +16,8 @@ import yaml
 from conftest import EXAMPLES, REPO, run_cli
 
 from opdesign.cli.entry import main
-from opdesign.workflows.new import plan_from_spec_file
 from opdesign.render.design import render_all
+from opdesign.workflows.new import plan_from_spec_file
 
 COMMANDS = ["", "new", "estimate", "validate", "rules", "golden", "rank", "verify", "cards", "cards list",
             "cards show", "schema", "schema spec", "tool", "tool list", "tool call", "mcp"]

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, REPO
-from opdesign.workflows.new import plan_from_spec_file
-from opdesign.render.phrases import SAY
+
 from opdesign.agent.tools import tool_definitions
+from opdesign.render.phrases import SAY
+from opdesign.workflows.new import plan_from_spec_file
 
 DENSE = "specs/dense_fa_8192.yaml"
 NO_MCP = "the optional 'mcp' SDK is not installed (pip install 'opdesign[mcp]'); CI installs it"

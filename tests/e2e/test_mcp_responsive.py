@@ -10,7 +10,6 @@ import sys
 import threading
 
 import pytest
-
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="needs the optional 'mcp' SDK")
@@ -92,8 +91,8 @@ def test_ping_and_tools_list_answer_while_a_long_call_runs(tmp_path):
 
 def test_worker_processes_answer_ping_before_the_long_call_and_time_out_for_real(tmp_path):
     import anyio
-
     from mcp_slow_worker import wait_for_flag
+
     from opdesign.agent.mcp_server import Calls
 
     made = []

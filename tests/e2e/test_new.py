@@ -7,9 +7,8 @@ import sys
 
 import pytest
 import yaml
-from markdown_it import MarkdownIt
-
 from conftest import EXAMPLES, run_cli
+from markdown_it import MarkdownIt
 
 ZH_HEADINGS = ["算子契约", "计算图与 API 映射", "分解与模块边界", "范式与设计决策", "伪代码", "验证方案 / Verification Plan", "风险与开放问题"]
 

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, REPO, run_cli
+
 from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_BYTES
 from opdesign.agent.tools import call_tool, parse_request
 from opdesign.errors import InputError, TooLargeError
@@ -187,8 +187,8 @@ def test_paths_swapped_for_outside_symlinks_never_escape(tmp_path):
 
 
 def _render(lang):
-    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.design import render_all
+    from opdesign.workflows.new import plan_from_spec_file
 
     return render_all(plan_from_spec_file(EXAMPLES / "dense_fa_8192.yaml", tuning=True), lang)
 

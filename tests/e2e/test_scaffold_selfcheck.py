@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import EXAMPLES, REPO, spec_variant
+
 from opdesign.render.design import render_scaffold
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec

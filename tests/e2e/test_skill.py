@@ -11,20 +11,19 @@ fail with that error; every other call must succeed.
 from __future__ import annotations
 
 import importlib.util
-
 import json
 import re
 import shutil
 
 import pytest
 import yaml
+from conftest import EXAMPLES, REPO
 from jsonschema.validators import validator_for
 from markdown_it import MarkdownIt
 
-from conftest import EXAMPLES, REPO
-from opdesign.io.paths import data_dir
-from opdesign.agent.tools import TOOLS, call_tool
 from opdesign.agent.base import ERROR_CODES, MAX_FILE_BYTES, MAX_TEXT_CHARS, error_schema
+from opdesign.agent.tools import TOOLS, call_tool
+from opdesign.io.paths import data_dir
 
 SKILL = data_dir("skills") / "opdesign" / "SKILL.md"
 MARKER = re.compile(r"^<!--\s*(call|result):\s*([a-z_]+)\s*-->$")

@@ -8,8 +8,8 @@ from conftest import EXAMPLES
 def test_bottleneck_is_the_largest_stage_of_the_busier_pool_v1_on_the_cube_included():
     """stages.py compared only C1 with C2 on the AIC: a V1 that runs on the cube core (vector tile wider
     than the QK tile's n) and is the largest stage was never named."""
-    from opdesign.workflows.new import plan_from_spec_file, rank_spec
     from opdesign.spec import load_spec
+    from opdesign.workflows.new import plan_from_spec_file, rank_spec
 
     path = EXAMPLES / "causal_gqa_tail.yaml"
     ranking = rank_spec(load_spec(path), plan_from_spec_file(path))
@@ -29,8 +29,8 @@ def test_bottleneck_is_the_largest_stage_of_the_busier_pool_v1_on_the_cube_inclu
 
 def _spec_error(**changes):
     import pytest
-
     from conftest import spec_variant
+
     from opdesign.errors import SpecError
     from opdesign.spec import load_spec
 
@@ -57,6 +57,7 @@ def test_block_size_must_keep_the_cube_alignment():
     assert "shape.block_size: block_size 100 is not a multiple of 16 for bf16" in msg, msg
     assert "(C-TILE-05)" in msg
     from conftest import spec_variant
+
     from opdesign.spec import load_spec
 
     spec_variant(load_spec(EXAMPLES / "paged_fp8_decode.yaml"), shape__block_size=16)  # vLLM's default page: fine
@@ -107,11 +108,11 @@ def test_scaffold_progress_is_paced_by_time_not_by_step_count(tmp_path):
 
 def test_tnd_causal_balance_says_it_counts_full_lengths():
     """The banded split counts every batch at the full lengths; for packed (TND) batches DESIGN.md now says so."""
+    from conftest import REPO
+
     from opdesign.render.design import render_design
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
-
-    from conftest import REPO
 
     plan = estimate(load_spec(REPO / "tests/fixtures/sk01/causal_gqa_tnd.yaml"))
     assert plan.balance is not None and plan.balance.assumption is not None

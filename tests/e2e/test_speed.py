@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import EXAMPLES
 from jinja2 import Environment, FileSystemLoader
 
-from conftest import EXAMPLES
-from opdesign.render import design
 from opdesign.io.yamlload import safe_load
+from opdesign.render import design
 
 REPO_GOLDEN = EXAMPLES.parents[1] / "tests" / "goldens" / "dense_forward_golden.py"
 HEAVY = ("numpy", "jinja2", "opdesign.tuning", "opdesign.catalog.loader")  # the catalog proper (its package also holds plain tables)

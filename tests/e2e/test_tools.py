@@ -7,13 +7,13 @@ import os
 import shutil
 
 import pytest
+from conftest import EXAMPLES, REPO, run_cli
 from jsonschema.validators import validator_for
 
-from conftest import EXAMPLES, REPO, run_cli
-from opdesign.workflows.new import plan_from_spec_file
-from opdesign.render.phrases import SAY
-from opdesign.agent.tools import TOOLS, call_tool, tool_definitions
 from opdesign.agent.base import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_CHARS, Root, Tool, error_schema
+from opdesign.agent.tools import TOOLS, call_tool, tool_definitions
+from opdesign.render.phrases import SAY
+from opdesign.workflows.new import plan_from_spec_file
 
 TOOL_NAMES = {
     "spec_schema", "estimate_design", "new_design", "validate_design", "rank_candidates",
@@ -404,8 +404,8 @@ def test_validate_design_on_a_generated_folder_a_file_and_inline_text(root):
 
 
 def test_rank_candidates_matches_the_cli_library_call(root):
-    from opdesign.tuning import rank_candidates
     from opdesign.spec import load_spec
+    from opdesign.tuning import rank_candidates
 
     spec_file = root / "specs/dense_fa_8192.yaml"
     ranking = _call("rank_candidates", {"spec_path": "specs/dense_fa_8192.yaml"}, root)

@@ -15,12 +15,11 @@ import time
 import pytest
 from conftest import REPO, run_cli
 
-from opdesign.tuning import rank_candidates
-from opdesign.workflows.new import plan_from_spec
 from opdesign.spec import load_spec
-from opdesign.tuning import simjob
+from opdesign.tuning import rank_candidates, simjob
 from opdesign.tuning.pool import FreshPool, LocalPool
 from opdesign.tuning.simcache import SimCache, sim_key
+from opdesign.workflows.new import plan_from_spec
 from opdesign.workflows.tune import Journal, choose_batch, tune
 
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"
@@ -37,8 +36,8 @@ def fake(monkeypatch, tmp_path):
 
 
 def _kernel(rank: int = 1) -> str:
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
     from opdesign.render.design import render_kernel
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
     spec = load_spec(TINY)
     plan = plan_from_spec(spec, TINY)

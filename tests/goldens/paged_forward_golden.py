@@ -11,7 +11,6 @@ import math
 
 import torch
 
-
 FP8_E4M3_MAX = 448.0
 
 

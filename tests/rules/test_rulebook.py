@@ -11,10 +11,10 @@ from conftest import EXAMPLES, run_cli
 
 from opdesign.agent.tools import call_tool
 from opdesign.catalog import load_catalog
-from opdesign.workflows.new import plan_from_spec_file
 from opdesign.render.design import render_all
 from opdesign.validate import all_rules, validate_text
 from opdesign.validate.engine.rulebook import explain, rulebook
+from opdesign.workflows.new import plan_from_spec_file
 
 ID_PATTERN = re.compile(r"\b(?:SK|AT|C|OD)-[A-Z]*-?\d+(?:-[A-Z]*\d+)?\b")
 CARD_IDS = re.compile(r"^(?:SK|AT)-\d\d$")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from validate_support import FIXTURES
 
-from opdesign.workflows.new import new_design
 from opdesign.validate import validate_paths, validate_text
+from opdesign.workflows.new import new_design
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "examples" / "specs").glob("*.yaml"))

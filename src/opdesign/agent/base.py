@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opdesign.io.safefs import Jail, Resolved
 from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
+    TOOL_ERRORS,
     InputError,
     InternalError,
     NotFoundError,
@@ -34,12 +34,13 @@ from opdesign.errors import (  # noqa: F401  (re-exported for the tool modules)
     TooLargeError,
     ToolIOError,
 )
-from opdesign.errors import TOOL_ERRORS
 
 #: The size limits (:mod:`opdesign.io.limits`): inline text in characters (schema ``maxLength``) and in
 #: UTF-8 bytes (the validator's limit, also for DESIGN.md files), a file a tool reads (SPEC, golden), a
 #: JSON request ``opdesign tool call`` reads from stdin or ``--input``.
 from opdesign.io.limits import MAX_FILE_BYTES, MAX_REQUEST_BYTES, MAX_TEXT_BYTES, MAX_TEXT_CHARS  # noqa: E402, F401
+from opdesign.io.safefs import Jail, Resolved
+
 #: How deep below a folder argument symlinks are checked (artifacts sit at most at ``eval/<file>``).
 LINK_CHECK_DEPTH = 2
 

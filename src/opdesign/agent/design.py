@@ -21,13 +21,13 @@ from opdesign.agent.base import (
     NotFoundError,
     Root,
     Tool,
+    TooLargeError,
     ToolInput,
     ToolOutput,
-    TooLargeError,
     require_library,
 )
-from opdesign.io.safefs import Resolved, read_fd
 from opdesign.catalog.headings import DEFAULT_LANG
+from opdesign.io.safefs import Resolved, read_fd
 
 if TYPE_CHECKING:
     from opdesign.validate.engine import Unusable
@@ -220,9 +220,14 @@ def _validate_design(args: ValidateDesignInput, root: Root) -> BaseModel:
         validate_text = require_library("opdesign.workflows.validate", "validate_text")
         return validate_text(args.text, name="DESIGN.md", interfaces_text=args.interfaces_text, target_pypto=target)
     from opdesign.errors import OpdesignError
-    from opdesign.workflows.validate import (DESIGN_NAME, INTERFACES_PATH, Unusable, kernel_findings_loaded,
-                                             validate_loaded)
     from opdesign.validate.model import Report
+    from opdesign.workflows.validate import (
+        DESIGN_NAME,
+        INTERFACES_PATH,
+        Unusable,
+        kernel_findings_loaded,
+        validate_loaded,
+    )
 
     kernels: list[tuple[str, bytes | Unusable]] = []
     with root.walk(args.design_path, "design_path") as res:

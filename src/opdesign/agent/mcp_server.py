@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from opdesign import __version__
-from opdesign.errors import BusyError, CallTimeoutError, ExtraMissingError, InternalError
 from opdesign.agent.base import MAX_FILE_BYTES
 from opdesign.agent.tools import Root, call_tool, tool_definitions
+from opdesign.errors import BusyError, CallTimeoutError, ExtraMissingError, InternalError
 
 SERVER_NAME = "opdesign"
 INSTRUCTIONS = (

@@ -21,29 +21,29 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import os
+import sys
 import threading
 import traceback
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from opdesign.errors import InputError, NotFoundError, OpdesignError
 from opdesign.agent.base import (
     ERROR_CODES,
     MAX_REQUEST_BYTES,
     InternalError,
     Root,
-    TooLargeError,
     Tool,
+    TooLargeError,
     ToolIOError,
 )
 from opdesign.agent.catalog import CATALOG_TOOLS
 from opdesign.agent.design import DESIGN_TOOLS
 from opdesign.agent.verify import VERIFY_TOOLS
-from opdesign.render.phrases import SAY
+from opdesign.errors import InputError, NotFoundError, OpdesignError
 from opdesign.io.streams import echo
+from opdesign.render.phrases import SAY
 
 __all__ = ["ERROR_CODES", "TOOLS", "Root", "call_tool", "get_tool", "main_call", "tool_definitions"]
 

@@ -19,7 +19,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from opdesign.catalog.models import (
-    CARD_DIRS, CONSTRAINT_FILES, INDEX_COLUMNS, Card, Constraint, DeviceProfile, SimPlatform, _ConstraintTable, _DeviceFile,
+    CARD_DIRS,
+    CONSTRAINT_FILES,
+    INDEX_COLUMNS,
+    Card,
+    Constraint,
+    DeviceProfile,
+    SimPlatform,
+    _ConstraintTable,
+    _DeviceFile,
     _lookup,
 )  # fmt: skip
 from opdesign.catalog.store import load_cached

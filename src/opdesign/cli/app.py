@@ -13,11 +13,11 @@ from pathlib import Path
 
 import typer
 
-from opdesign.io import streams
+from opdesign.catalog.headings import DEFAULT_LANG
 from opdesign.cli.output import FLAG, note, pause, print_version, quiet_option
 from opdesign.cli.text import card_text as _card_text
 from opdesign.cli.text import value_lines as _value_lines
-from opdesign.catalog.headings import DEFAULT_LANG
+from opdesign.io import streams
 from opdesign.io.streams import ascii_json, echo
 
 app = typer.Typer(
@@ -65,8 +65,8 @@ def estimate(
     quiet: bool = quiet_option(),
 ) -> None:
     """Decide the design numbers of a SPEC (skeleton, form, tiles, budgets, counts)."""
-    from opdesign.workflows.new import plan_from_spec_file
     from opdesign.render.phrases import SAY
+    from opdesign.workflows.new import plan_from_spec_file
 
     plan = plan_from_spec_file(spec)
     if as_json:

@@ -12,8 +12,8 @@ from opdesign.io.streams import StreamError, echo
 def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: int | None, tiles: str | None,
                 uncalibrated: bool, within_form: bool = False) -> None:
     """``opdesign new``: write the design, print ``wrote PATH`` per file and the plan's summary line."""
-    from opdesign.errors import InputError, ToolIOError
     from opdesign._startup.npthreads import import_numpy
+    from opdesign.errors import InputError, ToolIOError
 
     import_numpy()
     from opdesign.workflows.new import new_design
@@ -37,8 +37,8 @@ def new_command(spec: Path, out: str | None, lang: str, force: bool, candidate: 
         raise InputError("--within-form: it sets how --candidate N counts (give --candidate N)")
     params, pinned = load_params(not uncalibrated), None
     if candidate is not None or tiles is not None:
-        from opdesign.workflows.pin import pinned_plan
         from opdesign.spec import load_spec
+        from opdesign.workflows.pin import pinned_plan
 
         if candidate is not None and tiles is not None:
             raise InputError("--candidate and --tiles are mutually exclusive (give one)")

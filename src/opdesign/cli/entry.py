@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Any
 
-from opdesign.io import streams
 from opdesign.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, OpdesignError
+from opdesign.io import streams
 
 #: Names of the Typer command tree, kept importable from here (``from opdesign.cli.entry import app``).
 _TREE = ("app", "cards_app", "schema_app", "tool_app", "click_app", "run_typer")

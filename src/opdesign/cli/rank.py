@@ -34,10 +34,10 @@ def rank_cmd(
     from opdesign._startup.npthreads import import_numpy
 
     import_numpy()
-    from opdesign.tuning.model.calibration import load_params
-    from opdesign.workflows.new import plan_from_spec, rank_spec
     from opdesign.render.costmodel import render_ranking_text
     from opdesign.spec import load_spec
+    from opdesign.tuning.model.calibration import load_params
+    from opdesign.workflows.new import plan_from_spec, rank_spec
 
     pause("rank")  # a test hook (OPDESIGN_PAUSE)
     loaded = load_spec(spec)  # read once

@@ -37,8 +37,14 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from opdesign.io.limits import MAX_FILE_BYTES
 from opdesign.errors import InputError, NotFoundError, TooLargeError
+from opdesign.golden.attention import (
+    SK16_MIN_MATMULS,
+    Attention,
+    count_cross_tile_reductions,
+    detect_attention,
+    find_carried_state,
+)
 from opdesign.golden.syntax import (
     FunctionNode,
     Signals,
@@ -48,13 +54,7 @@ from opdesign.golden.syntax import (
     reachable_functions,
     top_level_functions,
 )
-from opdesign.golden.attention import (
-    SK16_MIN_MATMULS,
-    Attention,
-    count_cross_tile_reductions,
-    detect_attention,
-    find_carried_state,
-)
+from opdesign.io.limits import MAX_FILE_BYTES
 
 __all__ = ["AttentionSignals", "DesignParams", "GoldenFacts", "GoldenReport", "GoldenSignals", "analyse_golden",
            "decide_module_count", "derive_design_params", "estimate_golden", "facts_json", "parity_module_count"]

@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass as _dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, WithJsonSchema, computed_field, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    computed_field,
+    model_serializer,
+)
 
 from opdesign.catalog.dtypes import DTYPE_BYTES
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from opdesign.errors import SpecError
 from opdesign.catalog.pypto_api import api_release
+from opdesign.errors import SpecError
 from opdesign.plan.core import text
 from opdesign.plan.models import Decision
 from opdesign.plan.schedule import Schedule

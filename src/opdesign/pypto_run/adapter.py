@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ._lazy import SUPPORTED_PYPTO, UnsupportedRelease, import_pypto, require_supported_release
 from .cache import ensure_calculator

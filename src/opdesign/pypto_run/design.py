@@ -8,8 +8,9 @@ and returns a :class:`VerifyReport`. Missing extra -> ``extra_missing`` (exit 2)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 

@@ -22,8 +22,8 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 OUTPUT_SUBDIR = "output"
 

@@ -72,7 +72,7 @@ class RunResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
         """Inverse of :meth:`to_dict` (used across the worker boundary)."""
         data = dict(data)
         verify = VerifyResult(**data.pop("verify", {}))

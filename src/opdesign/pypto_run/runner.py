@@ -27,14 +27,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ._lazy import import_pypto
 from .adapter import verify_data_fix
 from .diagnose import classify_chain, classify_exception  # noqa: F401 (re-exported)
 from .isolation import OUTPUT_SUBDIR, capture_fds, isolated, work_env
-from .swimlane import rerun_figures
 from .results import (
     KernelError,
     RunResult,
@@ -45,6 +45,7 @@ from .results import (
     parse_verify_csv,
     strip_ansi,
 )
+from .swimlane import rerun_figures
 
 MODES = ("sim", "verify")
 DEFAULT_TOL = (1e-3, 1e-3)

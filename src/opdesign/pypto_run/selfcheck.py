@@ -34,8 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ._lazy import ExtraMissing, UnsupportedRelease, require_supported_release
 from .marker import HARNESS_MARKER  # the line that ends the kernel proper (PART A, the DESIGN.md pseudocode)

@@ -21,13 +21,13 @@ import yaml
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 from jinja2.bccache import Bucket
 
+from opdesign.catalog.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
 from opdesign.io.paths import cache_root, data_dir
 from opdesign.plan.models import Plan
 from opdesign.pypto_run.marker import HARNESS_MARKER
-from opdesign.catalog.headings import DEFAULT_LANG, HEADINGS, SUBHEADINGS
+from opdesign.pypto_run.shrink import harness_configs
 from opdesign.render.phrases import SAY, say, say_any
 from opdesign.skeletons.registry import find, skeleton_of
-from opdesign.pypto_run.shrink import harness_configs
 
 Lang = Literal["en", "zh"]
 

@@ -16,8 +16,8 @@ from functools import cache
 from typing import Any
 
 from opdesign.io.paths import data_dir
-from opdesign.plan.models import Phrase
 from opdesign.io.yamlload import safe_load
+from opdesign.plan.models import Phrase
 
 #: The serialisation context that turns every phrase of a dumped model into its sentence.
 SAY: dict[str, Any]

@@ -23,11 +23,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from opdesign.catalog import load_catalog
-from opdesign.io import yamlsafe
-from opdesign.errors import NotFoundError, SpecError, TooLargeError
-from opdesign.spec.messages import error_details, FieldError, format_errors
-from opdesign.io.limits import MAX_FILE_BYTES
 from opdesign.catalog.dtypes import DTYPE_BYTES  # the one dtype-size table; the planners also read it from here
+from opdesign.errors import NotFoundError, SpecError, TooLargeError
+from opdesign.io import yamlsafe
+from opdesign.io.limits import MAX_FILE_BYTES
+from opdesign.spec.messages import FieldError, error_details, format_errors
 
 MAX_SPEC_BYTES = MAX_FILE_BYTES  # opdesign.io.limits: 1 MiB
 # rtol/atol defaults by input dtype: our choice for a float64 golden, stated in

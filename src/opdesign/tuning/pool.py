@@ -18,10 +18,11 @@ runs :func:`~opdesign.tuning.simjob.run_fake` (no PyPTO, deterministic figures) 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 from opdesign.tuning import simjob
 

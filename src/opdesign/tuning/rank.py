@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from opdesign.plan.models import Plan
+from opdesign.plan.tiles import cube_align
+from opdesign.spec import Spec
 from opdesign.tuning.model.isa import (
     FRACTAL_MACS,
     TCVT_CYCLES_PER_REPEAT,
@@ -26,7 +29,9 @@ from opdesign.tuning.model.isa import (
     TRANSFER_HEAD_CYCLES,
     VECTOR_REPEAT_BYTES,
 )
+from opdesign.tuning.model.stages import BOTTLENECKS, STAGES, CostParams, core_loads, group_rows, score, useful_streams
 from opdesign.tuning.space import (
+    GEOMETRY,
     PV_FACTORS,
     QK_FACTORS,
     RULE_ORDER,
@@ -34,17 +39,12 @@ from opdesign.tuning.space import (
     TILE_MIN,
     VEC_AREAS,
     VEC_COLS_MAX,
-    GEOMETRY,
     check_rules,
     context,
     enumerate_candidates,
     enumerate_geometry,
     form_rules,
 )
-from opdesign.tuning.model.stages import BOTTLENECKS, STAGES, CostParams, core_loads, group_rows, score, useful_streams
-from opdesign.plan.models import Plan
-from opdesign.plan.tiles import cube_align
-from opdesign.spec import Spec
 
 __all__ = ["CandidateRow", "CostParams", "Ranking", "RejectedRow", "parameter_table", "rank_candidates",
            "tuning_candidates", "tuning_from_ranking"]

@@ -43,8 +43,7 @@ from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS
 from opdesign.plan.models import Plan
 from opdesign.plan.tiles import align_up, choose_cube_tiles, cube_align, vec_cols_v2
-from opdesign.spec import DTYPE_BYTES
-from opdesign.spec import Spec
+from opdesign.spec import DTYPE_BYTES, Spec
 
 #: smallest q / kv tile enumerated: 8 elements, the shortest FP32 tail C-TILE-02 allows
 #: (``tail_align_elems.fp32``); smaller tiles cannot be legal for the FP32 vector ops.

@@ -13,11 +13,11 @@ Rules: :func:`opdesign.validate.engine.collect.all_rules` (``opdesign rules`` li
 
 from __future__ import annotations
 
-from opdesign.validate.engine.collect import all_rules, get_rule
-from opdesign.validate.engine.bulk import validate_paths
-from opdesign.validate.engine import MAX_INPUT_BYTES, validate_kernel_text, validate_text
-from opdesign.validate.model import Finding, Report, Summary
 from opdesign.validate.api import Rule
+from opdesign.validate.engine import MAX_INPUT_BYTES, validate_kernel_text, validate_text
+from opdesign.validate.engine.bulk import validate_paths
+from opdesign.validate.engine.collect import all_rules, get_rule
+from opdesign.validate.model import Finding, Report, Summary
 
 __all__ = ["MAX_INPUT_BYTES", "Finding", "Report", "Rule", "Summary", "all_rules", "get_rule", "validate_paths",
            "validate_kernel_text", "validate_text"]

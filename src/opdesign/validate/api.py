@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opdesign.validate.parse.document import Document
-from opdesign.validate.model import Level
-from opdesign.validate.parse.pseudocode import Program
 from opdesign.io.yamlsafe import Loaded
+from opdesign.validate.model import Level
+from opdesign.validate.parse.document import Document
+from opdesign.validate.parse.pseudocode import Program
 
 FAMILIES = ("document", "interfaces", "numbers", "pseudocode")
 #: What a ``bad`` / ``good`` example is, so that a test can wrap it into a document and run the rule on

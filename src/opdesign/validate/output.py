@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from opdesign.io.streams import ascii_json
-from opdesign.validate.model import Report
 from opdesign.validate.engine.collect import all_rules, get_rule
+from opdesign.validate.model import Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from opdesign.catalog.headings import DEFAULT_LANG
 from opdesign.errors import InputError, NotFoundError, OpdesignError, PathOutsideRootError, SpecError, TooLargeError
+from opdesign.io.publish import FolderTarget, RootTarget
+from opdesign.io.safefs import read_regular
 from opdesign.plan.models import Plan
 from opdesign.plan.runnable import check_runnable
 from opdesign.render.design import Lang, render_all
-from opdesign.catalog.headings import DEFAULT_LANG
-from opdesign.io.publish import FolderTarget, RootTarget
-from opdesign.io.safefs import read_regular
 from opdesign.skeletons.registry import SKELETONS, estimate, skeleton_of, static_axes
 from opdesign.spec import Spec, load_spec
 

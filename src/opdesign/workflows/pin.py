@@ -145,8 +145,8 @@ def _rule_ids_cost(spec: Spec, plan: Plan) -> tuple[list[str], str]:
     """Hard rules the pinned plan's tiles break, by the cost model's vectorised checks (one candidate)."""
     import numpy as np
 
-    from opdesign.tuning.space import check_rules, context
     from opdesign.plan.tiles import cube_align
+    from opdesign.tuning.space import check_rules, context
 
     c1, c2, v1 = plan.cube_tiles["C1"], plan.cube_tiles["C2"], plan.vec_tiles["V1"]
     one = {"q": plan.q_tile, "kv": plan.kv_tile, "m0": c1.m[0], "m1": c1.m[1], "k10": c1.k[0], "k11": c1.k[1],
@@ -193,10 +193,10 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
         InputError: both or neither given, a skeleton the cost model does not rank, a rank out of
             range, an unparsable ``--tiles``, or pins that break a hard rule (its id named).
     """
+    from opdesign.skeletons.registry import SKELETONS, skeleton_of
     from opdesign.tuning import rank_candidates, tuning_from_ranking
     from opdesign.tuning.model.calibration import load_params
     from opdesign.workflows.new import TUNING_COUNT, plan_from_spec
-    from opdesign.skeletons.registry import SKELETONS, skeleton_of
 
     if (candidate is None) == (tiles is None):
         raise InputError("--candidate and --tiles are mutually exclusive (give one)")
@@ -243,8 +243,8 @@ def plan_for_pins(spec: Spec, spec_path: str | Path, default: Plan, pins: TilePi
     Raises:
         InputError: a broken rule (its id in the message and in ``details["rules"]``).
     """
-    from opdesign.workflows.new import golden_module_count
     from opdesign.skeletons.registry import skeleton_of
+    from opdesign.workflows.new import golden_module_count
 
     fallback = {"fallback_from": default.fallback_from, "skeleton_checks": default.skeleton_checks} \
         if default.fallback_from else {}

@@ -22,14 +22,15 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from opdesign.tuning.agreement import average_ranks, kendall, spearman
-from opdesign.tuning.rank import Ranking
 from opdesign.errors import ExtraMissingError, InputError
 from opdesign.plan.models import Plan
 from opdesign.spec import Spec
+from opdesign.tuning.agreement import average_ranks, kendall, spearman
+from opdesign.tuning.rank import Ranking
 
 __all__ = ["agreement", "average_ranks", "eligible_ranks", "format_sim_text", "kendall", "sim_picks", "sim_rank", "simulate", "spearman"]
 
@@ -123,11 +124,10 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
     Raises:
         ExtraMissingError: the ``opdesign[pypto]`` extra is missing (or not PyPTO 0.2.0).
     """
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
     from opdesign.pypto_run._lazy import ExtraMissing, UnsupportedRelease, require_supported_release
     from opdesign.render.design import render_kernel
-
     from opdesign.tuning.simcache import SimCache, environment, sim_key
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
     say = progress or (lambda _m: None)
     if runner is None:
@@ -173,7 +173,9 @@ def sim_rank(spec: Spec, spec_path: str | Path, plan: Plan, ranking: Ranking, k:
             cache.put(cache_key, {**result, "shape": shape, **environment()})
         done_kernels[key] = (rank, result)
         sims[rank] = result
-        say(f"    {'SIM %.2f us' % result['sim_us'] if result['sim_us'] is not None else 'FAILED: ' + str(result['sim_error'])[:200]}"
+        status = (f"SIM {result['sim_us']:.2f} us" if result["sim_us"] is not None
+                  else "FAILED: " + str(result["sim_error"])[:200])
+        say(f"    {status}"
             + (" (from the SIM cache)" if result.get("cached") else f" ({result['seconds']} s)"))
     shown = sorted(set(range(1, min(top, len(ranking.rows)) + 1)) | set(picks))
     rows = []

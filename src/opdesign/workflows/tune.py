@@ -27,11 +27,12 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from opdesign.workflows.pin import KNOBS
 from opdesign.errors import InputError
+from opdesign.workflows.pin import KNOBS
 from opdesign.workflows.tune_report import JOURNAL, _fmt, _row_model, _shape_text
 
 IMPROVE_PCT = 1.0
@@ -126,10 +127,10 @@ def _say_eta(say: Callable[[str], None], done: int, total: int, started: float, 
 
 def plan_run(spec_path: Path, *, budget: int, batch: int, config: str | None, quick: bool) -> dict[str, Any]:
     """What ``--dry-run`` prints: the SPEC, its P0 performance config, budget, batch and an estimate."""
-    from opdesign.workflows.new import plan_from_spec
+    from opdesign.pypto_run.shrink import estimate_seconds, harness_configs
     from opdesign.skeletons.registry import SKELETONS, skeleton_of
     from opdesign.spec import load_spec
-    from opdesign.pypto_run.shrink import estimate_seconds, harness_configs
+    from opdesign.workflows.new import plan_from_spec
 
     spec = load_spec(spec_path)
     plan = plan_from_spec(spec, spec_path)
@@ -164,16 +165,16 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
         InputError: bad input, a skeleton that is not ranked, a journal of another SPEC with ``resume``,
             or a journal present without ``resume``.
     """
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
+    from opdesign.render.design import render_kernel
+    from opdesign.spec import load_spec
     from opdesign.tuning import rank_candidates
     from opdesign.tuning.model.calibration import load_params, row_key
-    from opdesign.workflows.new import plan_from_spec
-    from opdesign.render.design import render_kernel
-    from opdesign.workflows.sim_rank import eligible_ranks
-    from opdesign.spec import load_spec
     from opdesign.tuning.pool import make_pool
     from opdesign.tuning.refit import refit
     from opdesign.tuning.simcache import SimCache, environment, sim_key
+    from opdesign.workflows.new import plan_from_spec
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
+    from opdesign.workflows.sim_rank import eligible_ranks
 
     say = progress or (lambda _m: None)
     if budget < 1 or batch < 1:
@@ -345,9 +346,9 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
 def _other_configs(spec: Any, spec_path: Path, plan: Any, runs: list[dict], run_plan: dict[str, Any], quick: bool,
                    timeout: float, pool: Any, cache: Any, env: dict[str, str], say: Callable[[str], None]) -> list[dict]:
     """The winner's SIM time on every other performance config (runs beyond the budget, said so)."""
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
     from opdesign.render.design import render_kernel
     from opdesign.tuning.simcache import sim_key
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
     ok = [r for r in runs if r["result"].get("sim_us") is not None]
     names = [n for n in run_plan["performance_configs"] if n != run_plan["config"]]

@@ -5,8 +5,9 @@ printed note)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from opdesign.workflows.pin import KNOBS
 
@@ -31,8 +32,8 @@ def finish(spec: Any, spec_path: Path, plan: Any, out_dir: Path, runs: list[dict
            prior: Any, run_plan: dict[str, Any], default_key: str | None, *, sims_done: int, cache: Any,
            say: Callable[[str], None], elapsed: float) -> dict[str, Any]:
     """Write the best row's design folder and ``tune/report.md`` / ``report.json`` / ``convergence.png``."""
-    from opdesign.render.design import render_all
     from opdesign.io.publish import write_artifacts
+    from opdesign.render.design import render_all
 
     ok = [r for r in runs if r["result"].get("sim_us") is not None]
     best = min(ok, key=lambda r: (r["result"]["sim_us"], r["rank"])) if ok else None

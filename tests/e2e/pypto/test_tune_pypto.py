@@ -57,13 +57,13 @@ def test_a_second_rank_sim_is_served_from_the_cache(cache_dir):
 
 
 def test_a_warm_worker_gives_the_fresh_process_figure(cache_dir):
-    from opdesign.workflows.pin import pins_from_row, plan_for_pins
-    from opdesign.tuning import rank_candidates
-    from opdesign.workflows.new import plan_from_spec
     from opdesign.render.design import render_kernel
     from opdesign.spec import load_spec
+    from opdesign.tuning import rank_candidates
     from opdesign.tuning.pool import LocalPool
     from opdesign.tuning.simjob import run_fresh
+    from opdesign.workflows.new import plan_from_spec
+    from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
     spec = load_spec(TINY)
     plan = plan_from_spec(spec, TINY)

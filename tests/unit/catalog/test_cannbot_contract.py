@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import EXAMPLES, run_cli
 from markdown_it import MarkdownIt
 
-from conftest import EXAMPLES, run_cli
 from opdesign.workflows.new import new_design
 
 REQUIRED_FRONT = ("schema_version", "op_name", "dynamic_axes")

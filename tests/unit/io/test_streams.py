@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
 from opdesign.io.streams import ascii_json
 
 CJK_FUNCTION = "注意力_golden"

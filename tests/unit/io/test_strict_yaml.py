@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, run_cli
+
 from opdesign.errors import SpecError
+from opdesign.io.yamlsafe import YamlProblem, load
 from opdesign.spec import load_spec
 from opdesign.validate import validate_paths, validate_text
-from opdesign.io.yamlsafe import YamlProblem, load
 
 SPEC = (EXAMPLES / "dense_fa_8192.yaml").read_text(encoding="utf-8")
 @pytest.mark.parametrize("text,line,message", [

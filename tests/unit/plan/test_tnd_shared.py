@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES
+
 from opdesign.plan.fields import batch_lengths, cumulative_ends, cumulative_lengths, packed_rows
 from opdesign.plan.interfaces import io_tensors
 from opdesign.spec import parse_spec

@@ -13,12 +13,12 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
-from opdesign.workflows.new import plan_from_spec_file
 from opdesign.plan import checks
 from opdesign.render.design import render_all
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 from opdesign.validate import validate_text
+from opdesign.workflows.new import plan_from_spec_file
 
 #: The label each verdict row starts with in the design-check table.
 LABELS = {

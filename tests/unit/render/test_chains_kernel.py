@@ -9,14 +9,14 @@ import ast
 import pytest
 from conftest import REPO
 
-from opdesign.workflows.pin import pinned_plan, plan_for_pins
-from opdesign.tuning import rank_candidates
 from opdesign.errors import InputError
-from opdesign.workflows.new import plan_from_spec
 from opdesign.plan.pins import TilePins
 from opdesign.render.design import render_kernel
-from opdesign.workflows.sim_rank import eligible_ranks
 from opdesign.spec import load_spec
+from opdesign.tuning import rank_candidates
+from opdesign.workflows.new import plan_from_spec
+from opdesign.workflows.pin import pinned_plan, plan_for_pins
+from opdesign.workflows.sim_rank import eligible_ranks
 
 STREAMS = REPO / "tests" / "fixtures" / "sk01" / "streams_h32_s256.yaml"
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"

@@ -4,6 +4,7 @@ FP8 dtypes and scales, unique interface tensors, one expansion definition (issue
 from __future__ import annotations
 
 from conftest import EXAMPLES, spec_variant
+
 from opdesign.render.design import render_design
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec

@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import EXAMPLES, spec_variant
-from opdesign.skeletons.registry import estimate
+
 from opdesign.render.design import render_scaffold
+from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 # causal_gqa_tail's own configs take a minute on the CPU: three small ones that keep Q and KV tails

@@ -6,8 +6,8 @@ import json
 from math import ceil
 
 import pytest
-
 from conftest import EXAMPLES, run_cli, spec_variant
+
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.render.phrases import say

@@ -10,15 +10,15 @@ import sys
 
 import pytest
 import yaml
+from conftest import EXAMPLES, run_cli, spec_variant
 
 import opdesign.skeletons.sk02.plan as sk02
-from conftest import EXAMPLES, run_cli, spec_variant
-from opdesign.skeletons.sk02 import budget
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
+from opdesign.render.design import render_all, render_scaffold
 from opdesign.skeletons import registry
 from opdesign.skeletons.registry import estimate
-from opdesign.render.design import render_all, render_scaffold
+from opdesign.skeletons.sk02 import budget
 from opdesign.spec import load_spec, parse_spec
 from opdesign.validate import validate_text
 

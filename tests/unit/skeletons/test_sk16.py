@@ -8,12 +8,12 @@ import typing
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES, run_cli
+
 from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
-from opdesign.skeletons.registry import estimate
 from opdesign.render.design import render_all, render_design
+from opdesign.skeletons.registry import estimate
 from opdesign.spec import Spec, TwoPassReason, load_spec, parse_spec
 from opdesign.validate.engine import validate_text
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 import yaml
-
-from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import EXAMPLES, REPO, run_cli
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
+
 from opdesign.errors import SpecError
 from opdesign.render.design import render_kernel
 from opdesign.render.phrases import say

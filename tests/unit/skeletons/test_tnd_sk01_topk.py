@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
 from conftest import REPO, run_cli
+from tnd_support import assert_verifies, needs_pypto, new_folder, scaffold_lines
+
 from opdesign.render.design import render_kernel
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec

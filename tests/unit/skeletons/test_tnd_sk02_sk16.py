@@ -15,8 +15,8 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import REPO, run_cli, spec_variant
+
 from opdesign.errors import SpecError
 from opdesign.render.design import render_kernel, render_scaffold
 from opdesign.skeletons.registry import estimate

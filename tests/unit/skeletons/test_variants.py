@@ -9,11 +9,11 @@ from math import ceil
 import numpy as np
 import pytest
 import yaml
-
 from conftest import EXAMPLES, REPO, run_cli
-from opdesign.skeletons.registry import estimate
+
 from opdesign.plan.blocks import balance, greedy_balance, kv_block_ranges, lpt_balance, typical_lengths
 from opdesign.render.phrases import say
+from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
 
 

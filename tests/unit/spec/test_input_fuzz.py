@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
 from opdesign.errors import SpecError
 from opdesign.spec import Spec, load_spec
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES, run_cli
+
 from opdesign.errors import InputError, NotFoundError, SpecError
 from opdesign.spec import load_spec, parse_spec, spec_json_schema
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from conftest import REPO
 
+from opdesign.spec import load_spec
 from opdesign.tuning import CostParams, rank_candidates
 from opdesign.tuning.model.calibration import calibration_path, fit_params, load_params, row_key
 from opdesign.workflows.new import plan_from_spec
-from opdesign.spec import load_spec
 
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"
 

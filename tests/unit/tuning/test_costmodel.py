@@ -8,11 +8,17 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES, run_cli
-from opdesign.plan import buffers
-from opdesign.skeletons.sk01 import budget
+
 from opdesign.catalog import load_catalog
+from opdesign.errors import CatalogError, InputError
+from opdesign.io.paths import data_dir
+from opdesign.plan import buffers
+from opdesign.plan.tiles import choose_cube_tiles
+from opdesign.skeletons.registry import estimate
+from opdesign.skeletons.sk01 import budget
+from opdesign.skeletons.sk01.parts import expansion, vec_tiles
+from opdesign.spec import load_spec
 from opdesign.tuning import CostParams, parameter_table, rank_candidates, tuning_candidates
 from opdesign.tuning.model.isa import (
     INSTRUCTIONS,
@@ -23,14 +29,7 @@ from opdesign.tuning.model.isa import (
     vector_cycles,
 )
 from opdesign.tuning.space import check_rules, context, enumerate_candidates, vec_shapes
-from opdesign.errors import CatalogError, InputError
-from opdesign.skeletons.registry import estimate
-from opdesign.plan.tiles import choose_cube_tiles
-from opdesign.skeletons.sk01.parts import expansion, vec_tiles
-
-from opdesign.io.paths import data_dir
 from opdesign.workflows.new import rank_spec
-from opdesign.spec import load_spec
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")
 CAUSAL = load_spec(EXAMPLES / "causal_gqa_tail.yaml")
@@ -132,8 +131,8 @@ def test_budget_twin_matches_budget_py(name: str) -> None:
 
 
 def test_allocation_matrix_matches_greedy_allocation() -> None:
-    from opdesign.tuning.model.stages import allocation_matrix
     from opdesign.plan.blocks import greedy_allocation
+    from opdesign.tuning.model.stages import allocation_matrix
 
     rng = random.Random(11)
     for _ in range(60):
@@ -149,8 +148,8 @@ def test_allocation_matrix_matches_greedy_allocation() -> None:
 
 def _core_loads_reference(ctx, c):
     """core_loads the long way: kv_block_ranges and the full allocation matrix per (q, kv, g, u)."""
-    from opdesign.tuning.model.stages import allocation_matrix
     from opdesign.plan.blocks import kv_block_ranges
+    from opdesign.tuning.model.stages import allocation_matrix
 
     s = ctx.spec.shape
     out = []
@@ -195,8 +194,8 @@ def test_core_loads_closed_form_equals_the_allocation_matrix(name, shape) -> Non
     ("sliding_window", 1000, 300, 64, 16, 50), ("none", 1000, 3000, 256, 128, None), ("topk", 77, 99, 8, 8, None),
 ])
 def test_block_counts_equal_kv_block_ranges(mask, sq, skv, qt, kt, window) -> None:
-    from opdesign.tuning.space import block_counts
     from opdesign.plan.blocks import kv_block_ranges
+    from opdesign.tuning.space import block_counts
 
     expected = [n for _, n in kv_block_ranges(mask, sq, skv, qt, kt, window)]
     assert block_counts(mask, sq, skv, qt, kt, window).tolist() == expected

@@ -7,15 +7,15 @@ import ast
 import json
 
 import pytest
-
 from conftest import EXAMPLES, REPO, run_cli
-from opdesign.tuning.model.calibration import load_params
-from opdesign.tuning import CostParams, plan_fields, rank_candidates, with_cube_tiles
-from opdesign.tuning.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
-from opdesign.tuning.model.stages import core_loads, useful_streams
+
 from opdesign.render.design import render_all
 from opdesign.skeletons.registry import estimate
 from opdesign.spec import load_spec
+from opdesign.tuning import CostParams, plan_fields, rank_candidates, with_cube_tiles
+from opdesign.tuning.model.calibration import load_params
+from opdesign.tuning.model.stages import core_loads, useful_streams
+from opdesign.tuning.space import STREAM_COUNTS, check_rules, context, enumerate_candidates
 from opdesign.validate.analysis.api_surface import check_source
 
 DENSE = load_spec(EXAMPLES / "dense_fa_8192.yaml")

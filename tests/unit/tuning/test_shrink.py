@@ -7,12 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from opdesign.workflows.pin import pins_from_row, plan_for_pins
-from opdesign.tuning import rank_candidates
 from opdesign.errors import InputError
-from opdesign.workflows.new import plan_from_spec
 from opdesign.pypto_run.selfcheck import long_run_note
-from opdesign.spec import load_spec
 from opdesign.pypto_run.shrink import (
     estimate_seconds,
     harness_configs,
@@ -20,6 +16,10 @@ from opdesign.pypto_run.shrink import (
     quick_heads,
     tile_pairs,
 )
+from opdesign.spec import load_spec
+from opdesign.tuning import rank_candidates
+from opdesign.workflows.new import plan_from_spec
+from opdesign.workflows.pin import pins_from_row, plan_for_pins
 
 EXAMPLES = REPO / "examples" / "specs"
 SK01 = REPO / "tests" / "fixtures" / "sk01"

@@ -71,9 +71,9 @@ def test_units_split_over_the_profile_cores_sim_has():
     """PyPTO 0.2.0 SIM schedules a2/a3 kernels on 24 AIC (lib/configs/A2A3.ini cube_core_cnt); devices.yaml now
     takes a2/a3's 24 from the same file, so the raw and the calibrated model split over one figure, the plan's."""
     from opdesign.catalog import load_catalog
-    from opdesign.tuning import CostParams, rank_candidates
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
+    from opdesign.tuning import CostParams, rank_candidates
 
     spec = load_spec(REPO / "benchmarks" / "specs" / "fidelity_dense_s2048.yaml")  # 2 heads x 32 q blocks of 64
     plan = estimate(spec)
@@ -92,11 +92,11 @@ def test_units_split_over_the_profile_cores_sim_has():
 
 def test_merges_cost_only_kv_tiles_wider_than_the_vector_tile():
     """V1 = per-tile ops + 2 x row tiles x (cdiv(kv_tile, vec cols) - 1) merges x vr x vc x rate."""
-    from opdesign.tuning import CostParams
-    from opdesign.tuning.space import context, enumerate_candidates
-    from opdesign.tuning.model.stages import stage_cycles
     from opdesign.skeletons.registry import estimate
     from opdesign.spec import load_spec
+    from opdesign.tuning import CostParams
+    from opdesign.tuning.model.stages import stage_cycles
+    from opdesign.tuning.space import context, enumerate_candidates
 
     spec = load_spec(REPO / "benchmarks" / "specs" / "fidelity_dense_s2048.yaml")
     ctx = context(spec, estimate(spec))

@@ -6,10 +6,10 @@ import re
 import shutil
 
 import pytest
-
 from conftest import EXAMPLES, REPO
-from opdesign.workflows.new import new_design
+
 from opdesign.validate import validate_paths
+from opdesign.workflows.new import new_design
 
 SPECS = sorted(EXAMPLES.glob("*.yaml")) + sorted((REPO / "tests/fixtures/generated").glob("*.yaml"))
 #: drift a generated folder is known to carry (none since the performance-form causal kernel skips

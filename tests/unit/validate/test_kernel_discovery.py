@@ -13,9 +13,9 @@ import pytest
 from conftest import run_cli
 
 from opdesign.validate import all_rules, validate_kernel_text, validate_paths
+from opdesign.validate.analysis import astnodes
 from opdesign.validate.engine.collect import all_rules as cached_rules
 from opdesign.validate.parse.kernel_source import find_kernels, read_kernel
-from opdesign.validate.analysis import astnodes
 
 # A kernel body with five seeded defects, written once and placed at module level or inside a factory.
 BODY = '''\

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.workflows.new import new_design
 from opdesign.validate import validate_kernel_text, validate_paths
+from opdesign.workflows.new import new_design
 
 CORPUS = REPO / "tests" / "fixtures" / "kernel_corpus"
 CORPUS_FILES = sorted(CORPUS.glob("*_kernel.py"))

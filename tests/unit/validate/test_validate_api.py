@@ -18,8 +18,8 @@ from opdesign.validate import (
     validate_paths,
     validate_text,
 )
-from opdesign.validate.parse.document import match_chapter, parse
 from opdesign.validate.api import Rule
+from opdesign.validate.parse.document import match_chapter, parse
 
 BASE = FIXTURES / "_base" / "perf_en"
 DESIGN = (BASE / "DESIGN.md").read_text(encoding="utf-8")

@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 from conftest import run_cli
+from typer.testing import CliRunner
 from validate_support import FIXTURES
 
 from opdesign.catalog.pypto_api import load_api_surface
 from opdesign.cli.app import app
 from opdesign.errors import ConfigError
 from opdesign.validate import engine, validate_kernel_text, validate_paths, validate_text
-from opdesign.validate.engine import bulk, memo, settings
 from opdesign.validate.analysis.api_surface import check_source
+from opdesign.validate.engine import bulk, memo, settings
 from opdesign.validate.output import sarif
 
 runner = CliRunner()

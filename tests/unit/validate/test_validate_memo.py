@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 from conftest import EXAMPLES
-from opdesign.workflows.new import new_design
-from opdesign.validate.engine import memo
+
 from opdesign.validate import validate_paths, validate_text
+from opdesign.validate.engine import memo
+from opdesign.workflows.new import new_design
 
 
 def _rows(report) -> list[tuple[str, str, str, str, int]]:

@@ -7,10 +7,9 @@ invalid UTF-8, 10 MB files, YAML tags and alias bombs, deep nesting.
 
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from opdesign.validate.parse import mdinline
 from opdesign.validate.analysis.codeorder import Carried, Order
+from opdesign.validate.parse import mdinline
 from opdesign.validate.parse.document import _parser, parse
 from opdesign.validate.parse.pseudocode import read_programs
 

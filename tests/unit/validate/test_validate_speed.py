@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, REPO
-from opdesign.workflows.new import new_design
+
+from opdesign.validate import validate_paths
 from opdesign.validate.analysis import astnodes
 from opdesign.validate.engine import memo
-from opdesign.validate import validate_paths
+from opdesign.workflows.new import new_design
 
 HEAVY = ("numpy", "jinja2", "typer", "click", "opdesign.tuning", "opdesign.render.design", "opdesign.workflows.new",
          "opdesign.cli.app")

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
+from opdesign.validate.analysis.values import DYNAMIC, STATIC, UNKNOWN, declared_axes, is_dynamic, read_values
 from opdesign.validate.parse.document import Fence
 from opdesign.validate.parse.pseudocode import _read
-from opdesign.validate.analysis.values import DYNAMIC, STATIC, UNKNOWN, declared_axes, is_dynamic, read_values
 
 KERNEL = '''\
 import pypto

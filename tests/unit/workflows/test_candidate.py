@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from conftest import EXAMPLES, REPO, run_cli
 
-from opdesign.workflows.pin import parse_tiles
 from opdesign.errors import InputError
+from opdesign.workflows.pin import parse_tiles
 
 TINY = REPO / "tests" / "fixtures" / "sk01" / "simrank_tiny.yaml"
 
 
-@lru_cache(maxsize=None)  # one `rank` run per (SPEC, top) for the module; the tests only read the rows
+@cache  # one `rank` run per (SPEC, top) for the module; the tests only read the rows
 def _rank_rows(spec, top=400):
     res = run_cli("rank", "--spec", str(spec), "--top", str(top), "--json")
     assert res.returncode == 0, res.stderr

@@ -11,7 +11,14 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, softmax_state_items, vec_op_bytes
+from opdesign.plan.buffers import (
+    ACC_BYTES,
+    RESULT_BUFFERS,
+    make_budget,
+    make_expansion,
+    softmax_state_items,
+    vec_op_bytes,
+)
 from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile, text
 from opdesign.plan.tiles import align_up
 

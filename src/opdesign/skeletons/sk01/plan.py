@@ -19,18 +19,25 @@ from opdesign.catalog import load_catalog
 from opdesign.errors import SpecError
 from opdesign.plan.blocks import balance, kv_block_ranges
 from opdesign.plan.buffers import l0_budgets, l1_budget
+from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.plan.config import config_entries
-from opdesign.plan.fields import batch_lengths, check_supported, spec_echo
-from opdesign.plan.interfaces import io_tensors, page_table
+from opdesign.plan.fields import batch_lengths, check_supported, schedule_counts, spec_echo
 from opdesign.plan.hardware import hardware
-from opdesign.plan.fields import schedule_counts
-from opdesign.plan.schedule import schedule
+from opdesign.plan.interfaces import io_tensors, page_table
 from opdesign.plan.models import Choice, Decision, Phrase, Plan, text
 from opdesign.plan.pins import TilePins
+from opdesign.plan.schedule import schedule
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
-from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.skeletons.sk01.budget import ub_budget
-from opdesign.skeletons.sk01.parts import choose_vec_tiles, expansion, form_checks, loop_rows, module, state_rows, vec_tiles
+from opdesign.skeletons.sk01.parts import (
+    choose_vec_tiles,
+    expansion,
+    form_checks,
+    loop_rows,
+    module,
+    state_rows,
+    vec_tiles,
+)
 from opdesign.skeletons.sk01.variants import choose_unroll, fp8_tolerance, sk01_variant, varlen_balance
 from opdesign.spec import DTYPE_BYTES, Spec
 

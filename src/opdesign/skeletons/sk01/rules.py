@@ -13,12 +13,12 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from opdesign.skeletons.sk01 import ID
 from opdesign.plan import checks
-from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import allocation, call_name, int_value
-from opdesign.validate.api import Context, Hit, rule
+from opdesign.skeletons.sk01 import ID
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.pseudocode import allocation, call_name, int_value
 
 VECTOR_OPS = frozenset({"mul", "muls", "amax", "amin", "rowmax", "rowsum", "sub", "exp", "sum", "softmax", "cast",
                         "div", "maximum", "minimum", "add", "where", "causal_fill", "reciprocal", "neg"})

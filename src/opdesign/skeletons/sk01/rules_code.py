@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from opdesign.skeletons.sk01 import ID
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import Program
-from opdesign.validate.api import Context, Hit, rule
 from opdesign.validate.analysis.loops import loop_role, parsed_program
+from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.pseudocode import Program
 
 
 def _backward(program: Program) -> bool:

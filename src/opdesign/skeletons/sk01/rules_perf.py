@@ -16,9 +16,9 @@ from opdesign.plan.tiles import align_up
 from opdesign.skeletons.sk01 import card as sk01_card
 from opdesign.skeletons.sk01.rules import applies
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import allocation, call_name
-from opdesign.validate.api import Context, Hit, condition, rule
 from opdesign.validate.analysis.scopes import scopes
+from opdesign.validate.api import Context, Hit, condition, rule
+from opdesign.validate.parse.pseudocode import allocation, call_name
 
 
 def _perf(ctx: Context) -> bool:

@@ -14,10 +14,10 @@ import ast
 from collections.abc import Iterator
 
 from opdesign.skeletons.sk01 import ID
-from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import call_name
-from opdesign.validate.api import Context, Hit, rule
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.pseudocode import call_name
 
 
 def _applies(ctx: Context, key: str, value: str) -> bool:

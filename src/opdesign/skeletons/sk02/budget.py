@@ -10,8 +10,8 @@ from __future__ import annotations
 from math import ceil
 
 from opdesign.catalog import DeviceProfile, load_catalog
-from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, vec_op_bytes
 from opdesign.catalog.dtypes import DTYPE_BYTES
+from opdesign.plan.buffers import ACC_BYTES, RESULT_BUFFERS, make_budget, make_expansion, vec_op_bytes
 from opdesign.plan.core import Budget, BudgetItem, Expansion, ExpansionOp, VecTile
 from opdesign.plan.tiles import align_up
 

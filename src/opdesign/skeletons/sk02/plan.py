@@ -43,19 +43,29 @@ from math import ceil, sqrt
 
 from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.plan.buffers import l0_budgets, l1_budget
+from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.plan.config import config_entries, documented
-from opdesign.plan.fields import check_supported, spec_echo
-from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.core import text
+from opdesign.plan.fields import check_supported, schedule_counts, spec_echo
 from opdesign.plan.hardware import hardware
-from opdesign.plan.fields import schedule_counts
-from opdesign.plan.schedule import schedule
+from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.models import (
-    Budget, Choice, ConfigEntry, CubeTile, Decision, Expansion, FormCheck, LoopRow, Module, Plan, TensorSpec, Unroll,
+    Budget,
+    Choice,
+    ConfigEntry,
+    CubeTile,
+    Decision,
+    Expansion,
+    FormCheck,
+    LoopRow,
+    Module,
+    Plan,
+    TensorSpec,
+    Unroll,
     VecTile,
 )  # fmt: skip
+from opdesign.plan.schedule import schedule
 from opdesign.plan.tiles import align_up, axis_hi, cube_align
-from opdesign.plan.checks import COMMON_ROWS, Row, no_kv_loop_state, whole_row_fits, with_checks
 from opdesign.skeletons.base import Rejected
 from opdesign.skeletons.sk02.budget import single_pass_expansion, single_pass_ub_budget
 from opdesign.skeletons.sk02.packed import host_lengths

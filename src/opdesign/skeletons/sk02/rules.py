@@ -11,13 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from opdesign.skeletons.sk02 import ID
 from opdesign.plan import checks
+from opdesign.skeletons.sk02 import ID
+from opdesign.validate.analysis import astnodes
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import Node, allocation, call_name, keyword
 from opdesign.validate.analysis.values import declared_axes, is_dynamic
 from opdesign.validate.api import Context, Hit, condition, rule
-from opdesign.validate.analysis import astnodes
+from opdesign.validate.parse.pseudocode import Node, allocation, call_name, keyword
 
 # Names that mark a KV-tile loop: a bound counting KV tiles, a loop name, or an index scaled by the KV tile.
 KV_COUNT_NAMES = ("kv_tiles", "s2_tiles", "bn_per_batch")

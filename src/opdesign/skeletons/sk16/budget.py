@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from math import ceil
 
-from opdesign.plan.buffers import ACC_BYTES, KERNEL_TASK_NUM, RESULT_BUFFERS, l0_budgets, make_budget, make_expansion
-from opdesign.plan.buffers import vec_op_bytes
 from opdesign.catalog import DeviceProfile, load_catalog
 from opdesign.catalog.dtypes import DTYPE_BYTES
+from opdesign.plan.buffers import (
+    ACC_BYTES,
+    KERNEL_TASK_NUM,
+    RESULT_BUFFERS,
+    l0_budgets,
+    make_budget,
+    make_expansion,
+    vec_op_bytes,
+)
 from opdesign.plan.core import Budget, BudgetItem, CubeTile, Expansion, ExpansionOp, VecTile
 from opdesign.plan.tiles import align_up
 

@@ -15,6 +15,7 @@ from opdesign.plan.interfaces import io_tensors
 from opdesign.plan.models import ConfigEntry, TensorSpec
 from opdesign.spec import Spec
 
+
 def check_varlen(spec: Spec) -> None:
     """Varlen (``uniform: false``) is planned only packed: a padded BNSD / BSND varlen backward is refused."""
     if spec.layout == "TND":

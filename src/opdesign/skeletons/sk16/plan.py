@@ -29,20 +29,30 @@ from opdesign.catalog import Card, DeviceProfile, load_catalog
 from opdesign.catalog.pypto_api import load_api_surface
 from opdesign.errors import SpecError
 from opdesign.plan.blocks import kv_block_ranges
-from opdesign.plan.fields import check_supported, spec_echo
+from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
 from opdesign.plan.config import documented
 from opdesign.plan.core import text
+from opdesign.plan.fields import check_supported, schedule_counts, spec_echo
 from opdesign.plan.hardware import hardware
-from opdesign.plan.fields import schedule_counts
-from opdesign.plan.schedule import schedule
 from opdesign.plan.interfaces import NP_DTYPE
+from opdesign.plan.models import (
+    Budget,
+    Choice,
+    ConfigEntry,
+    Decision,
+    FormCheck,
+    LoopRow,
+    Module,
+    Plan,
+    StateRow,
+    TensorSpec,
+    Unroll,
+    VecTile,
+)  # fmt: skip
+from opdesign.plan.schedule import schedule
 from opdesign.plan.tiles import align_up, axis_hi, choose_cube_tiles, cube_align
 from opdesign.skeletons.sk16.budget import budgets, expansion
 from opdesign.skeletons.sk16.packed import check_varlen, host_tensors_entry, length_inputs, packed_shapes
-from opdesign.plan.checks import COMMON_ROWS, Row, fp32_accumulators, single_unroll, with_checks
-from opdesign.plan.models import (
-    Budget, Choice, ConfigEntry, Decision, FormCheck, LoopRow, Module, Plan, StateRow, TensorSpec, Unroll, VecTile,
-)  # fmt: skip
 from opdesign.spec import Spec
 
 SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND", "TND")}

@@ -9,14 +9,14 @@ SK-16-attention-backward.md``, rules R2-R6) and domain.md §4.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from opdesign.golden.names import STATS_INPUT
 from opdesign.skeletons.sk16 import ID
-from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import Node, call_name, dotted, keyword
-from opdesign.validate.api import Context, Hit, condition, rule
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.api import Context, Hit, condition, rule
+from opdesign.validate.parse.pseudocode import Node, call_name, dotted, keyword
 
 ZEROING = frozenset({"zeros", "zeros_like", "zero_"})
 RUNTIME_MODULES = ("pypto.", "torch.", "np.", "numpy.")

@@ -13,8 +13,8 @@ from itertools import product
 from math import log2
 from pathlib import Path
 
-from opdesign.tuning.model.params import CostParams
 from opdesign.io.paths import data_dir
+from opdesign.tuning.model.params import CostParams
 
 CALIBRATION_FILE = ("costmodel", "calibration.yaml")
 

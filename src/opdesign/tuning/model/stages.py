@@ -57,6 +57,9 @@ from __future__ import annotations
 import numpy as np
 
 from opdesign.catalog import load_catalog
+from opdesign.plan.buffers import ACC_BYTES
+from opdesign.plan.tiles import vec_cols_v2
+from opdesign.spec import DTYPE_BYTES
 from opdesign.tuning.model.isa import (
     LOAD_PATHS,
     STORE_PATHS,
@@ -68,9 +71,6 @@ from opdesign.tuning.model.isa import (
 )
 from opdesign.tuning.model.params import CostParams
 from opdesign.tuning.space import Context, cdiv, valid_blocks
-from opdesign.plan.buffers import ACC_BYTES
-from opdesign.plan.tiles import vec_cols_v2
-from opdesign.spec import DTYPE_BYTES
 
 STAGES = ("C1", "V1", "C2", "V2", "sched")
 #: what bounds a candidate's score: a stage, or ``fill`` (the latency of one online-softmax chain)

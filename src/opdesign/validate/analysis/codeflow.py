@@ -26,8 +26,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from opdesign.validate.parse.pseudocode import Node, Program, call_name, dotted, keyword
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.parse.pseudocode import Node, Program, call_name, dotted, keyword
 
 ALLOCATORS = frozenset({"tensor", "full", "zeros", "ones", "empty"})
 #: pypto ops whose result keeps the shape of the first tensor argument (elementwise, cast, scalar ops).

@@ -13,9 +13,8 @@ import ast
 import builtins
 from typing import NamedTuple
 
-from opdesign.validate.parse.pseudocode import Program
 from opdesign.validate.analysis import astnodes
-
+from opdesign.validate.parse.pseudocode import Program
 
 _OWN_SCOPE = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
 #: node classes without fields (the visitor has no method for any of them)

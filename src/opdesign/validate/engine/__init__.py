@@ -19,20 +19,19 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from opdesign.validate.engine import memo
 from opdesign.io import yamlsafe
-from opdesign.validate.rules.crosscheck import decoded_sources, design_findings, folder_sources
+from opdesign.validate.analysis.blockdata import is_attention_design
+from opdesign.validate.api import Context
+from opdesign.validate.engine import inline, memo
+from opdesign.validate.engine.collect import all_rules
+from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.parse.document import parse
 from opdesign.validate.parse.kernel_source import KERNEL_GLOBS, NO_KERNEL_RULE, SYNTAX_RULE, read_kernel
-from opdesign.validate.rules.kernel_verdict import WHOLE_FILE_RULES, is_attention_kernel, no_kernel_message
-from opdesign.validate.engine import inline
-from opdesign.validate.model import UNUSABLE_RULE, Finding, Report
 from opdesign.validate.parse.prose import prose_pseudocode
 from opdesign.validate.parse.pseudocode import MAX_KERNELS, nesting, read_programs
-from opdesign.validate.analysis.blockdata import is_attention_design
-from opdesign.validate.engine.collect import all_rules
-from opdesign.validate.api import Context
 from opdesign.validate.parse.textinput import MAX_INPUT_BYTES, Unusable, decode, decode_source
+from opdesign.validate.rules.crosscheck import decoded_sources, design_findings, folder_sources
+from opdesign.validate.rules.kernel_verdict import WHOLE_FILE_RULES, is_attention_kernel, no_kernel_message
 
 INTERFACES_PATH = ("eval", "module_interfaces.yaml")
 DESIGN_NAME = "DESIGN.md"

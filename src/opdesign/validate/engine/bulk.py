@@ -29,8 +29,8 @@ from functools import cache
 from pathlib import Path
 
 from opdesign.validate import engine
-from opdesign.validate.model import UNUSABLE_RULE, Finding, Report, SuppressedFinding
 from opdesign.validate.engine.settings import Settings, discover
+from opdesign.validate.model import UNUSABLE_RULE, Finding, Report, SuppressedFinding
 from opdesign.validate.parse.textinput import Unusable
 
 CACHE_DIR = ".opdesign_cache"

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from opdesign.catalog import load_catalog
 from opdesign.errors import NotFoundError
-from opdesign.validate.engine.collect import all_rules
 from opdesign.validate.api import conditions
+from opdesign.validate.engine.collect import all_rules
 
 Kind = Literal["constraint", "card", "condition", "check"]
 

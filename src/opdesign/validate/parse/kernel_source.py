@@ -53,9 +53,9 @@ import ast
 import re
 from dataclasses import dataclass
 
+from opdesign.validate.analysis import astnodes
 from opdesign.validate.parse.document import Document, Fence, parse
 from opdesign.validate.parse.pseudocode import Node, Program, _constants, _from_ast, dotted
-from opdesign.validate.analysis import astnodes
 
 #: File names ``opdesign validate DIR`` checks besides DESIGN.md (glob patterns, DIR level only).
 KERNEL_GLOBS = ("*_kernel.py", "*_impl.py")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import ast
 
-from opdesign.validate.parse.document import Document, Fence, Heading
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.parse.document import Document, Fence, Heading
 
 PYTHON_INFO = frozenset({"python", "py", "python3", "py3"})
 PLAIN_INFO = frozenset({"", "text", "txt", "plain", "plaintext", "pseudo", "pseudocode"})

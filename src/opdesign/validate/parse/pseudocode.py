@@ -15,13 +15,13 @@ the real one; without a kernel block, the longest fence is read.
 from __future__ import annotations
 
 import ast
-from typing import Any
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
-from opdesign.validate.parse.document import Document, Fence
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.parse.document import Document, Fence
 
 COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.FunctionDef,
             ast.AsyncFunctionDef, ast.Try, ast.ClassDef)

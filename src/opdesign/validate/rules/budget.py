@@ -16,8 +16,8 @@ from opdesign.plan import checks
 from opdesign.plan.buffers import l0_budgets
 from opdesign.plan.core import BlockTiles
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import call_name, int_value
 from opdesign.validate.api import Context, Hit, rule, skeletons
+from opdesign.validate.parse.pseudocode import call_name, int_value
 
 TOTAL_NAMES = frozenset({"total", "合计", "总计", "总量"})
 VALUE_COLUMN = ("current", "value", "当前", "取值", "值")

@@ -17,9 +17,9 @@ from opdesign.validate.analysis import blockdata as bd
 from opdesign.validate.analysis import codeflow
 from opdesign.validate.analysis.attention_chain import has_attention_chain
 from opdesign.validate.analysis.codeorder import Carried, Order, defined_names, functions, module_names
-from opdesign.validate.parse.pseudocode import Program, call_name, dotted, keyword, unparse
 from opdesign.validate.analysis.loops import loop_role, loop_var, parsed_program
 from opdesign.validate.api import Context, Hit, rule, skeletons
+from opdesign.validate.parse.pseudocode import Program, call_name, dotted, keyword, unparse
 
 #: Vector ops that open a vector stage after a matmul (the op needs a vector TileShape).
 VECTOR_OPS = frozenset({"mul", "amax", "amin", "sub", "exp", "sum", "cast", "div", "maximum", "minimum", "add",

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from opdesign.catalog.headings import HEADINGS, SUBHEADINGS
-from opdesign.validate.parse.prose import holds_python, prose_pseudocode
 from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.prose import holds_python, prose_pseudocode
 
 _VERSION_TEXT = re.compile(r"^\d+(\.\d+)*$")  # a version number written as a string
 PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填写|待定")

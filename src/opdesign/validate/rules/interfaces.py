@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from opdesign.validate.api import Context, Hit, rule
 from opdesign.validate.analysis import astnodes
+from opdesign.validate.api import Context, Hit, rule
 
 REQUIRED_KEYS = ("schema_version", "op", "primary_inputs", "modules", "final_outputs", "composition_verification")
 DTYPES = frozenset({"float32", "float16", "bfloat16", "int32", "int64", "bool", "int", "int8"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from opdesign.validate.analysis.attention_chain import has_attention_chain
-from opdesign.validate.parse.kernel_source import KERNEL_SHAPES, NO_KERNEL_RULE, SYNTAX_RULE, KernelSource
 from opdesign.validate.api import Context, Hit, Rule, rule
+from opdesign.validate.parse.kernel_source import KERNEL_SHAPES, NO_KERNEL_RULE, SYNTAX_RULE, KernelSource
 
 #: rules that read a kernel file as a whole, kernel or not (OD-PC-05: the pypto names it uses)
 WHOLE_FILE_RULES = ("OD-PC-05",)

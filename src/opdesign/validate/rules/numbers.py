@@ -15,10 +15,10 @@ from typing import Any
 
 from opdesign.plan import checks
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.pseudocode import call_name, int_value, unparse
-from opdesign.validate.engine.collect import all_rules
 from opdesign.validate.analysis.values import declared_axes, is_dynamic
 from opdesign.validate.api import Context, Hit, rule, skeletons
+from opdesign.validate.engine.collect import all_rules
+from opdesign.validate.parse.pseudocode import call_name, int_value, unparse
 
 # key -> type the number rules need (tile values themselves are C-TILE-06's business)
 BLOCK_KEYS: dict[str, type | tuple[type, ...]] = {

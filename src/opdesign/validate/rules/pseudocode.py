@@ -12,18 +12,19 @@ import ast
 from collections.abc import Iterator
 
 from opdesign.plan import checks
+from opdesign.validate.analysis import astnodes
 from opdesign.validate.analysis import blockdata as bd
+from opdesign.validate.analysis.scopes import scopes
+from opdesign.validate.analysis.values import DYNAMIC, Values, declared_axes, is_dynamic, read_values
+from opdesign.validate.api import Context, Hit, rule
 from opdesign.validate.parse.pseudocode import (
+    Node,
+    Program,
     dotted,
     int_value,
     keyword,
     unparse,
 )
-from opdesign.validate.analysis.scopes import scopes
-from opdesign.validate.api import Context, Hit, rule
-from opdesign.validate.analysis.values import DYNAMIC, Values, declared_axes, is_dynamic, read_values
-from opdesign.validate.parse.pseudocode import Node, Program
-from opdesign.validate.analysis import astnodes
 
 
 def _stores(stmt: ast.AST | None) -> set[str]:

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 
 from opdesign.validate.analysis import astnodes
 from opdesign.validate.analysis.codeflow import names_in
-from opdesign.validate.parse.pseudocode import Program, call_name, unparse
 from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.pseudocode import Program, call_name, unparse
 
 EXPS = frozenset({"exp", "exp2"})
 MAXES = frozenset({"maximum", "max"})

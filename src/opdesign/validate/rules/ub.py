@@ -16,8 +16,8 @@ from typing import Any
 from opdesign.plan import checks
 from opdesign.plan.buffers import vec_op_bytes
 from opdesign.validate.analysis import blockdata as bd
-from opdesign.validate.parse.document import Document, Table
 from opdesign.validate.api import Context, Hit, rule
+from opdesign.validate.parse.document import Document, Table
 
 TOTAL_NAMES = frozenset({"total", "合计", "总计", "总量", "ub total", "ub 合计"})
 BYTES_COLUMN = ("bytes", "字节", "size", "大小")
