@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         done = list(pool.map(one, specs))
     if args.json:  # first: a report that fails to print must not lose the SIM times
-        args.json.write_text(json.dumps({p.name: r for p, (r, _s) in zip(specs, done)}, indent=1))
-    for path, (report, seconds) in zip(specs, done):
+        args.json.write_text(json.dumps({p.name: r for p, (r, _s) in zip(specs, done, strict=True)}, indent=1))
+    for path, (report, seconds) in zip(specs, done, strict=True):
         stages = stage_agreement(report)
         print(f"\n== {path.name} ({seconds:.0f} s)")
         print_report(report, stages)

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     warm_total = time.perf_counter() - t0
     pool.close()
     rows = []
-    for job, f, w in zip(jobs, fresh, warm):
+    for job, f, w in zip(jobs, fresh, warm, strict=True):
         rows.append({"label": job["label"], "fresh_sim_us": f["sim_us"], "warm_sim_us": w["sim_us"],
                      "fresh_wall": f["wall"], "fresh_inside": f["seconds"],
                      "fresh_overhead": round(f["wall"] - (f["seconds"] or 0), 2),

@@ -94,7 +94,7 @@ def main() -> int:
                     cpu[(tag, name)].append(seconds)
     rows = []
     for (tag, name), values in cpu.items():
-        ratios = [c / b for c, b in zip(values, base)]
+        ratios = [c / b for c, b in zip(values, base, strict=True)]
         rows.append({"executable": " ".join(exes[tag]), "command": name,
                      "cpu_ms_median": round(1000 * statistics.median(values), 1),
                      "ratio_median": round(statistics.median(ratios), 2), "ratio_min": round(min(ratios), 2),

@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         base = ROOT / arg if not Path(arg).is_absolute() else Path(arg)
         for path in sorted(base.rglob("*.py") if base.is_dir() else [base]):
             row = count(path)
-            totals = [t + r for t, r in zip(totals, row)]
+            totals = [t + r for t, r in zip(totals, row, strict=True)]
             if row[0] or row[1]:
                 print("{:4d} {:6d} {:5d} {:6d}  ".format(*row) + str(path.relative_to(ROOT)))
     print("{:4d} {:6d} {:5d} {:6d}  total".format(*totals))

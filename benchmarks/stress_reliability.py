@@ -153,7 +153,7 @@ def _pairs(n: int) -> dict:
         out = base / f"p{i}"
         barrier, outcomes = threading.Barrier(2), []
 
-        def writer(lang: str) -> None:
+        def writer(lang: str, barrier=barrier, out=out, force=force, outcomes=outcomes) -> None:
             barrier.wait()
             try:
                 write_artifacts(renders[lang], out, force=force)
@@ -207,7 +207,7 @@ def _kills(n: int, seed: int = 16) -> dict:
         if state not in renders:
             counts["mixed_or_partial"] += 1
             counts.setdefault("bad_states", []).append(
-                {rel: [lang for lang, r in zip(("en", "zh"), renders) if r.get(rel) == text] for rel, text in state.items()}
+                {rel: [lang for lang, r in zip(("en", "zh"), renders, strict=True) if r.get(rel) == text] for rel, text in state.items()}
                 | {"exit": proc.returncode, "entries": sorted(p.name for p in base.rglob("*"))})
         counts["staging_after_kill"] += sum(1 for p in base.rglob(".opdesign-staging-*"))
         run("en").wait()  # the next run removes what the killed one left

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                                                     "shape": v["sim"]["shape"], "spearman_default": before,
                                                     "spearman_fit": after}
                                      for (k, v), before, after in zip(reports.items(), fit["per_spec_default"],
-                                                                      fit["per_spec_fit"])}},
+                                                                      fit["per_spec_fit"], strict=True)}},
         }
         calibration_path().write_text("# written by scripts/calibrate_costmodel.py from a real PyPTO SIM run\n"
                                       + yaml.safe_dump(data, sort_keys=False))

@@ -88,7 +88,7 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, drop_self: bool) -> d
         out["positional"].append(arg.arg)
         if i < defaults_from:
             out["required"].append(arg.arg)
-    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+    for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
         out["keyword_only"].append(arg.arg)
         if default is None:
             out["required"].append(arg.arg)

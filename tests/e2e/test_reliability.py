@@ -208,7 +208,7 @@ def test_two_writers_never_mix_files(tmp_path):
             out = tmp_path / f"{force}-{round_}"
             barrier, outcomes = threading.Barrier(2), []
 
-            def writer(lang):
+            def writer(lang, barrier=barrier, out=out, force=force, outcomes=outcomes):
                 barrier.wait()
                 try:
                     write_artifacts(renders[lang], out, force=force)

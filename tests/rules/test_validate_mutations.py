@@ -43,7 +43,7 @@ def test_mutation_is_reported_at_its_line(entry: dict, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("entry", [m for m in MUTATIONS if m.get("fixture", True)],
-                         ids=[i for i, m in zip(IDS, MUTATIONS) if m.get("fixture", True)])
+                         ids=[i for i, m in zip(IDS, MUTATIONS, strict=True) if m.get("fixture", True)])
 def test_stored_fixture_is_current(entry: dict) -> None:
     design, iface, line = MF.mutate(entry)
     folder = FIXTURES / entry["rule"]

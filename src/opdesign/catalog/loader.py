@@ -236,7 +236,7 @@ def read_index(index_file: Path, rel: str | None = None) -> list[dict[str, str]]
             rows[-1].append("".join(parts).strip())
     if not rows or tuple(h.lower() for h in rows[0]) != INDEX_COLUMNS:
         raise _fail(rel or str(index_file), f"expected a table with columns {INDEX_COLUMNS}")
-    return [dict(zip(INDEX_COLUMNS, row)) for row in rows[1:]]
+    return [dict(zip(INDEX_COLUMNS, row, strict=False)) for row in rows[1:]]
 
 
 def index_mismatches(patterns_dir: Path | str | None = None) -> list[str]:

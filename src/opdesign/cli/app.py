@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -36,8 +37,9 @@ app.add_typer(schema_app, name="schema")
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", help="print `opdesign X.Y.Z` and exit", is_eager=True,
-                                 callback=print_version, metavar=FLAG),
+    version: Annotated[bool, typer.Option(
+        "--version", help="print `opdesign X.Y.Z` and exit", is_eager=True,
+        callback=print_version, metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Design and lint PyPTO attention operators for Ascend NPUs."""
@@ -60,8 +62,8 @@ def schema_spec(quiet: bool = quiet_option()) -> None:
 
 @app.command()
 def estimate(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file", metavar="FILE"),
-    as_json: bool = typer.Option(False, "--json", help="print the Plan as JSON", metavar=FLAG),
+    spec: Annotated[Path, typer.Option("--spec", help="SPEC YAML file", metavar="FILE")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the Plan as JSON", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Decide the design numbers of a SPEC (skeleton, form, tiles, budgets, counts)."""
@@ -79,19 +81,24 @@ def estimate(
 
 @app.command()
 def new(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file", metavar="FILE"),
-    out: str = typer.Option(None, "--out", help="output folder (default: ./<op_name>)", metavar="DIR"),
-    lang: str = typer.Option(DEFAULT_LANG, "--lang", metavar="[zh|en]", autocompletion=lambda: ["zh", "en"],
-                             help="DESIGN.md headings: zh (default; the Chinese headings pass the CANNBot "
-                                  "contract, references/artifacts.yaml) or en (English headings: readable, "
-                                  "but the CANNBot validator reports every chapter missing)"),
-    force: bool = typer.Option(False, "--force", help="overwrite existing files", metavar=FLAG),
-    candidate: int = typer.Option(None, "--candidate", help="design rank N of `opdesign rank` (SK-01)", metavar="N"),
-    within_form: bool = typer.Option(False, "--within-form", help="--candidate N counts as `opdesign rank "
-                                     "--within-form` does (only rows the plan's form can build)", metavar=FLAG),
-    tiles: str = typer.Option(None, "--tiles", metavar="K=V,..", help="pin tiles: q_tile=..,kv_tile=..,"
-                              "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=.."),
-    uncalibrated: bool = typer.Option(False, "--uncalibrated", help="rank with the raw CostParams", metavar=FLAG),
+    spec: Annotated[Path, typer.Option("--spec", help="SPEC YAML file", metavar="FILE")],
+    out: Annotated[str, typer.Option("--out", help="output folder (default: ./<op_name>)", metavar="DIR")] = None,
+    lang: Annotated[str, typer.Option(
+        "--lang", metavar="[zh|en]", autocompletion=lambda: ["zh", "en"],
+        help="DESIGN.md headings: zh (default; the Chinese headings pass the CANNBot "
+             "contract, references/artifacts.yaml) or en (English headings: readable, "
+             "but the CANNBot validator reports every chapter missing)")] = DEFAULT_LANG,
+    force: Annotated[bool, typer.Option("--force", help="overwrite existing files", metavar=FLAG)] = False,
+    candidate: Annotated[int, typer.Option(
+        "--candidate", help="design rank N of `opdesign rank` (SK-01)", metavar="N")] = None,
+    within_form: Annotated[bool, typer.Option(
+        "--within-form", help="--candidate N counts as `opdesign rank "
+                              "--within-form` does (only rows the plan's form can build)", metavar=FLAG)] = False,
+    tiles: Annotated[str, typer.Option(
+        "--tiles", metavar="K=V,..", help="pin tiles: q_tile=..,kv_tile=..,"
+                                          "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=..")] = None,
+    uncalibrated: Annotated[bool, typer.Option(
+        "--uncalibrated", help="rank with the raw CostParams", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Write DESIGN.md, eval/module_interfaces.yaml, <op_name>_scaffold.py and <op_name>_kernel.py for a SPEC."""
@@ -111,7 +118,7 @@ def _echo_json(data: object) -> None:
 
 
 @cards_app.command("list")
-def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON array.", metavar=FLAG),
+def cards_list(as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.", metavar=FLAG)] = False,
                quiet: bool = quiet_option()) -> None:
     """List every skeleton and atom card: id, type, title, tags."""
     from opdesign.catalog import load_catalog
@@ -127,8 +134,8 @@ def cards_list(as_json: bool = typer.Option(False, "--json", help="Print a JSON 
 
 @cards_app.command("show")
 def cards_show(
-    card_id: str = typer.Argument(..., help="Card id, e.g. SK-01 or AT-17.", metavar="ID"),
-    as_json: bool = typer.Option(False, "--json", help="Print the card as a JSON object.", metavar=FLAG),
+    card_id: Annotated[str, typer.Argument(help="Card id, e.g. SK-01 or AT-17.", metavar="ID")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the card as a JSON object.", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Show one card: its structured fields, then its explanation."""
@@ -143,9 +150,10 @@ def cards_show(
 
 @app.command("rules")
 def rules(
-    rule_id: str | None = typer.Argument(None, metavar="ID", help="a rule (C-TILE-02, SK-01-R4) in full, or "
-                                         "a card / family (SK-01, C-TILE) as its rules; omit to list all"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON.", metavar=FLAG),
+    rule_id: Annotated[str | None, typer.Argument(
+        metavar="ID", help="a rule (C-TILE-02, SK-01-R4) in full, or "
+                           "a card / family (SK-01, C-TILE) as its rules; omit to list all")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
@@ -169,15 +177,19 @@ def rules(
 
 @app.command("golden")
 def golden_cmd(
-    golden: Path = typer.Argument(..., help="golden .py file (parsed with ast, never imported)", metavar="GOLDEN.py"),
-    function: str = typer.Option(None, "--function", help="function to analyse (default: the one *_golden)",
-                                 metavar="NAME"),
-    state_groups: int = typer.Option(None, "--state-groups", help="loop-carried state groups S (default: detected)",
-                                     metavar="N"),
-    cross_tile_reduce: int = typer.Option(
-        None, "--cross-tile-reduce", help="reductions across a tiled axis (default: detected)", metavar="N"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object (CANNBot keys + our additions)",
-                                 metavar=FLAG),
+    golden: Annotated[Path, typer.Argument(
+        help="golden .py file (parsed with ast, never imported)", metavar="GOLDEN.py")],
+    function: Annotated[str, typer.Option(
+        "--function", help="function to analyse (default: the one *_golden)",
+        metavar="NAME")] = None,
+    state_groups: Annotated[int, typer.Option(
+        "--state-groups", help="loop-carried state groups S (default: detected)",
+        metavar="N")] = None,
+    cross_tile_reduce: Annotated[int, typer.Option(
+        "--cross-tile-reduce", help="reductions across a tiled axis (default: detected)", metavar="N")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print one JSON object (CANNBot keys + our additions)",
+        metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Estimate the module count of a golden: CANNBot signals, design parameters, attention-aware decision."""
@@ -191,22 +203,29 @@ def golden_cmd(
 
 @app.command("validate")
 def validate_cmd(
-    paths: list[str] = typer.Argument(..., help="DESIGN.md files, PyPTO kernel .py files or operator folders (a "
-                                               "folder means its DESIGN.md and its *_kernel.py / *_impl.py)",
-                                      metavar="PATH"),
-    fmt: str = typer.Option("text", "--format", help="text, json or sarif", metavar="[text|json|sarif]",
-                            autocompletion=lambda: ["text", "json", "sarif"]),
-    target_pypto: str = typer.Option(None, "--target-pypto", metavar="VERSION|COMMIT",
-                                     help="the PyPTO release or source commit the kernels are written for "
-                                          "(default: target-pypto of the configuration, else the pinned release)"),
-    jobs: int = typer.Option(None, "-j", "--jobs", min=1, metavar="N",
-                             help="worker processes over many paths (default: every core)"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="neither read nor write .opdesign_cache/"),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even with error-level findings "
-                                                              "(unusable input still exits 2)"),
-    statistics: bool = typer.Option(False, "--statistics", help="one line per rule: count, id, level, first message"),
-    show_settings: bool = typer.Option(False, "--show-settings", help="print the settings resolved for the first "
-                                                                      "path and where they came from; check nothing"),
+    paths: Annotated[list[str], typer.Argument(
+        help="DESIGN.md files, PyPTO kernel .py files or operator folders (a "
+             "folder means its DESIGN.md and its *_kernel.py / *_impl.py)",
+        metavar="PATH")],
+    fmt: Annotated[str, typer.Option(
+        "--format", help="text, json or sarif", metavar="[text|json|sarif]",
+        autocompletion=lambda: ["text", "json", "sarif"])] = "text",
+    target_pypto: Annotated[str, typer.Option(
+        "--target-pypto", metavar="VERSION|COMMIT",
+        help="the PyPTO release or source commit the kernels are written for "
+             "(default: target-pypto of the configuration, else the pinned release)")] = None,
+    jobs: Annotated[int, typer.Option(
+        "-j", "--jobs", min=1, metavar="N",
+        help="worker processes over many paths (default: every core)")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="neither read nor write .opdesign_cache/")] = False,
+    exit_zero: Annotated[bool, typer.Option(
+        "--exit-zero", help="exit 0 even with error-level findings "
+                            "(unusable input still exits 2)")] = False,
+    statistics: Annotated[bool, typer.Option(
+        "--statistics", help="one line per rule: count, id, level, first message")] = False,
+    show_settings: Annotated[bool, typer.Option(
+        "--show-settings", help="print the settings resolved for the first "
+                                "path and where they came from; check nothing")] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Check DESIGN.md files (with their eval/module_interfaces.yaml) and PyPTO kernel .py files against the rules.
@@ -231,14 +250,18 @@ def validate_cmd(
 
 @app.command("verify")
 def verify_cmd(
-    design_dir: Path = typer.Argument(..., help="design folder written by `opdesign new` (or its *_kernel.py)",
-                                      metavar="DIR"),
-    config: list[str] = typer.Option(None, "--config", help="run only this typical config (repeatable)",
-                                     metavar="NAME"),
-    quick: bool = typer.Option(False, "--quick", help="shrunk shapes (every shrink is stated in the output)",
-                               metavar=FLAG),
-    no_verify: bool = typer.Option(False, "--no-verify", help="compile + SIM only (verify SKIPPED)", metavar=FLAG),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON", metavar=FLAG),
+    design_dir: Annotated[Path, typer.Argument(
+        help="design folder written by `opdesign new` (or its *_kernel.py)",
+        metavar="DIR")],
+    config: Annotated[list[str], typer.Option(
+        "--config", help="run only this typical config (repeatable)",
+        metavar="NAME")] = None,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="shrunk shapes (every shrink is stated in the output)",
+        metavar=FLAG)] = False,
+    no_verify: Annotated[bool, typer.Option(
+        "--no-verify", help="compile + SIM only (verify SKIPPED)", metavar=FLAG)] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Compile, simulate (PyPTO SIM) and pass-verify DIR/<op>_kernel.py on the CPU, per typical config.
@@ -283,10 +306,11 @@ def tool_list(quiet: bool = quiet_option()) -> None:
 
 @tool_app.command("call")
 def tool_call(
-    name: str = typer.Argument(..., help="tool name (see `opdesign tool list`)", metavar="NAME"),
-    input_file: Path = typer.Option(None, "--input", help="read the JSON arguments from this file, not stdin",
-                                    metavar="FILE"),
-    root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP, metavar="DIR"),
+    name: Annotated[str, typer.Argument(help="tool name (see `opdesign tool list`)", metavar="NAME")],
+    input_file: Annotated[Path, typer.Option(
+        "--input", help="read the JSON arguments from this file, not stdin",
+        metavar="FILE")] = None,
+    root: Annotated[Path, typer.Option("--root", help=_ROOT_HELP, metavar="DIR")] = Path("."),
     quiet: bool = quiet_option(),
 ) -> None:
     """Run one tool: JSON object on stdin, JSON result on stdout; errors are {"error": {...}} and exit 2."""
@@ -296,7 +320,7 @@ def tool_call(
 
 
 @app.command("mcp")
-def mcp_serve(root: Path = typer.Option(Path("."), "--root", help=_ROOT_HELP, metavar="DIR"),
+def mcp_serve(root: Annotated[Path, typer.Option("--root", help=_ROOT_HELP, metavar="DIR")] = Path("."),
               quiet: bool = quiet_option()) -> None:
     """Serve the agent tools over MCP (stdio). Needs the extra: pip install 'opdesign[mcp]'."""
     from opdesign.agent.mcp_server import serve

@@ -6,6 +6,7 @@ Registered on the Typer app by :mod:`opdesign.cli.app` (``app.command("rank")(ra
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,20 +15,26 @@ from opdesign.io.streams import ascii_json, echo
 
 
 def rank_cmd(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (planned with SK-01)", metavar="FILE"),
-    top: int = typer.Option(20, "--top", min=1, help="rows to print (ranked and rejected; N >= 1)", metavar="N"),
-    as_json: bool = typer.Option(False, "--json", help="print the Ranking as JSON", metavar=FLAG),
-    show_rejected: bool = typer.Option(False, "--show-rejected", help="also list rejected candidates with rule ids",
-                                       metavar=FLAG),
-    within_form: bool = typer.Option(False, "--within-form", help="leave out candidates that break the plan's form "
-                                     "(flagged in form_rules otherwise)", metavar=FLAG),
-    sim: int = typer.Option(None, "--sim", min=1, metavar="K",
-                            help="run the top K and K evenly spaced candidates in PyPTO SIM (extra opdesign[pypto]) "
-                                 "and compare the ranking with the SIM times"),
-    sim_timeout: float = typer.Option(900.0, "--sim-timeout", min=1, metavar="S",
-                                      help="seconds per candidate compile + SIM before it counts as failed"),
-    uncalibrated: bool = typer.Option(False, "--uncalibrated", help="the raw CostParams, not the committed "
-                                      "calibration (constraints/costmodel/calibration.yaml)", metavar=FLAG),
+    spec: Annotated[Path, typer.Option("--spec", help="SPEC YAML file (planned with SK-01)", metavar="FILE")],
+    top: Annotated[int, typer.Option(
+        "--top", min=1, help="rows to print (ranked and rejected; N >= 1)", metavar="N")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print the Ranking as JSON", metavar=FLAG)] = False,
+    show_rejected: Annotated[bool, typer.Option(
+        "--show-rejected", help="also list rejected candidates with rule ids",
+        metavar=FLAG)] = False,
+    within_form: Annotated[bool, typer.Option(
+        "--within-form", help="leave out candidates that break the plan's form "
+                              "(flagged in form_rules otherwise)", metavar=FLAG)] = False,
+    sim: Annotated[int, typer.Option(
+        "--sim", min=1, metavar="K",
+        help="run the top K and K evenly spaced candidates in PyPTO SIM (extra opdesign[pypto]) "
+             "and compare the ranking with the SIM times")] = None,
+    sim_timeout: Annotated[float, typer.Option(
+        "--sim-timeout", min=1, metavar="S",
+        help="seconds per candidate compile + SIM before it counts as failed")] = 900.0,
+    uncalibrated: Annotated[bool, typer.Option(
+        "--uncalibrated", help="the raw CostParams, not the committed "
+                               "calibration (constraints/costmodel/calibration.yaml)", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Rank legal SK-01 tilings with the PTO cost model (a filter for benchmarking, not a run time)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -12,26 +13,35 @@ from opdesign.io.streams import echo
 
 
 def tune_cmd(
-    spec: Path = typer.Option(..., "--spec", help="SPEC YAML file (a skeleton the cost model ranks: SK-01)",
-                              metavar="FILE"),
-    budget: int = typer.Option(12, "--budget", min=1, help="SIM runs at most", metavar="N"),
-    batch: int = typer.Option(4, "--batch", min=1, help="rows simulated per round", metavar="B"),
-    jobs: int = typer.Option(None, "--jobs", min=1, metavar="J",
-                             help="local warm SIM workers (default: what memory allows, ~7 GB per full-size SIM)"),
-    cluster: str = typer.Option(None, "--cluster", metavar="ADDRESS",
-                                help="a running Dask scheduler, tcp://HOST:8786 (extra opdesign[cluster])"),
-    out: Path = typer.Option(None, "--out", help="design folder to write (default ./<op_name>_tuned); the journal "
-                             "and reports go to OUT/tune/", metavar="DIR"),
-    resume: bool = typer.Option(False, "--resume", help="go on with OUT/tune/journal.jsonl (same SPEC)", metavar=FLAG),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan of the run and its SIM time estimate",
-                                 metavar=FLAG),
-    config: str = typer.Option(None, "--config", help="typical config to tune (default: the P0 performance config)",
-                               metavar="NAME"),
-    quick: bool = typer.Option(False, "--quick", help="simulate the SPEC's quick shape (the same for every row)",
-                               metavar=FLAG),
-    sim_timeout: float = typer.Option(1800.0, "--sim-timeout", min=1, metavar="S",
-                                      help="seconds per candidate compile + SIM before it counts as failed"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON", metavar=FLAG),
+    spec: Annotated[Path, typer.Option(
+        "--spec", help="SPEC YAML file (a skeleton the cost model ranks: SK-01)",
+        metavar="FILE")],
+    budget: Annotated[int, typer.Option("--budget", min=1, help="SIM runs at most", metavar="N")] = 12,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="rows simulated per round", metavar="B")] = 4,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", min=1, metavar="J",
+        help="local warm SIM workers (default: what memory allows, ~7 GB per full-size SIM)")] = None,
+    cluster: Annotated[str, typer.Option(
+        "--cluster", metavar="ADDRESS",
+        help="a running Dask scheduler, tcp://HOST:8786 (extra opdesign[cluster])")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="design folder to write (default ./<op_name>_tuned); the journal "
+                      "and reports go to OUT/tune/", metavar="DIR")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="go on with OUT/tune/journal.jsonl (same SPEC)", metavar=FLAG)] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="print the plan of the run and its SIM time estimate",
+        metavar=FLAG)] = False,
+    config: Annotated[str, typer.Option(
+        "--config", help="typical config to tune (default: the P0 performance config)",
+        metavar="NAME")] = None,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="simulate the SPEC's quick shape (the same for every row)",
+        metavar=FLAG)] = False,
+    sim_timeout: Annotated[float, typer.Option(
+        "--sim-timeout", min=1, metavar="S",
+        help="seconds per candidate compile + SIM before it counts as failed")] = 1800.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
     """Rank, simulate a batch in PyPTO SIM, refit, re-rank; write the best design (extra opdesign[pypto])."""

@@ -183,13 +183,13 @@ def measured_diffs(csv_path: Path, tol: tuple[float, float] | None = None
         gold = _read_values(folder / row.get("goldenTensor", ""), row.get("outputDtype", ""))
         if not got or not gold or len(got) != len(gold):
             continue
-        abs_d = max(abs(a - g) for a, g in zip(got, gold))
-        rel_d = max(abs(a - g) / max(abs(g), 1e-3) for a, g in zip(got, gold))
+        abs_d = max(abs(a - g) for a, g in zip(got, gold, strict=True))
+        rel_d = max(abs(a - g) / max(abs(g), 1e-3) for a, g in zip(got, gold, strict=True))
         max_abs = abs_d if max_abs is None else max(max_abs, abs_d)
         max_rel = rel_d if max_rel is None else max(max_rel, rel_d)
         if tol is not None:
             rtol, atol = tol
-            misses = sum(1 for a, g in zip(got, gold) if abs(a - g) > atol + rtol * abs(g))
+            misses = sum(1 for a, g in zip(got, gold, strict=True) if abs(a - g) > atol + rtol * abs(g))
             if misses:
                 beyond.append((row.get("outputTensor", "?"), misses, len(got)))
     return max_abs, max_rel, beyond

@@ -30,7 +30,7 @@ def spearman(x: list[float], y: list[float]) -> float | None:
         return None
     rx, ry = average_ranks(x), average_ranks(y)
     mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
     sxx = sum((a - mx) ** 2 for a in rx)
     syy = sum((b - my) ** 2 for b in ry)
     return None if sxx == 0 or syy == 0 else sxy / (sxx * syy) ** 0.5

@@ -138,7 +138,7 @@ class LocalPool:
                         on_done(i, results[i])
             except FuturesTimeout:
                 self._kill()  # the hung SIMs: their workers go, the pool starts new ones
-                for fut, i in futures.items():
+                for i in futures.values():
                     if results[i] is None and i not in broken:
                         results[i] = _died(jobs[i], f"timeout: the SIM ran past {limit:.0f} s", kind="timeout")
                         if on_done:

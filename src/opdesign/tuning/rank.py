@@ -280,7 +280,7 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     broken = form_rules(ctx, c["q"], c["kv"])
 
     def row(i: int) -> CandidateRow:
-        st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i])}
+        st = {name: int(round(v)) for name, v in zip(STAGES, scored["stages"][i], strict=True)}
         return CandidateRow(**_candidate(c, i, ctx.static_range, broken, ctx.form_rules), rank=int(rank_of[i]),
                             score_cycles=int(scored["score"][i]), stages=st,
                             bottleneck=BOTTLENECKS[int(scored["bottleneck"][i])],

@@ -56,7 +56,7 @@ class Rescorer:
         if not self.keys:
             return {}
         got = score(self.ctx, self.c, params, self.load)["score"]
-        return {k: int(s) for k, s in zip(self.keys, got)}
+        return {k: int(s) for k, s in zip(self.keys, got, strict=True)}
 
 
 def refit(spec: Any, plan: Any, prior: CostParams, measured: list[dict[str, Any]]) -> dict[str, Any]:

@@ -271,7 +271,7 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
                 khash = hashlib.sha256(text.encode()).hexdigest()
                 meta.append((row, key, khash, text))
             todo = []
-            for row, key, khash, text in meta:
+            for row, _key, khash, text in meta:
                 if khash in kernels:
                     continue
                 _, shape, _ = _shape_of(text, run_plan["config"], quick)
@@ -283,7 +283,7 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
                     todo.append(({"kernel_text": text, "config": run_plan["config"], "quick": quick,
                                   "timeout": timeout, "label": f"rank {row['rank']}"}, khash, shape))
 
-            def done(i: int, result: dict[str, Any]) -> None:
+            def done(i: int, result: dict[str, Any], todo=todo, meta=meta) -> None:
                 nonlocal sims_done
                 job, khash, shape = todo[i]
                 kernels[khash] = {**result, "source": "sim"}
@@ -297,7 +297,7 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
                     else f"SIM {result['sim_us']:.2f} us"
                 _say_eta(say, len(runs), budget, started, f"{job['label']}: {fig} at {_shape_text(shape)}")
 
-            def _record(row: dict, key: str, kh: str, result: dict, source: str) -> None:
+            def _record(row: dict, key: str, kh: str, result: dict, source: str, round_no=round_no) -> None:
                 rec = {"kind": "run", "round": round_no, "row_key": key, "row": row, "rank": row["rank"],
                        "kernel_sha256": kh, "source": source if result.get("source") != "cache" else "cache",
                        "result": {k: v for k, v in result.items() if k != "source"}}
@@ -367,7 +367,7 @@ def _other_configs(spec: Any, spec_path: Path, plan: Any, runs: list[dict], run_
                                         "label": f"winner on {name}"}))
     if todo:
         say(f"the winner on {len(todo)} more performance config(s) (beyond the budget)")
-        for (i, job), res in zip(todo, pool.map([j for _, j in todo])):
+        for (i, job), res in zip(todo, pool.map([j for _, j in todo]), strict=True):
             out[i].update(sim_us=res.get("sim_us"), sim_error=res.get("sim_error"))
             if res.get("sim_us") is not None:
                 cache.put(sim_key(text, out[i]["shape"], quick, env), {**res, **env})

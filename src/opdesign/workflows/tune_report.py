@@ -153,7 +153,7 @@ def convergence_png(report: dict[str, Any], path: Path) -> str | None:
             acc = y if acc is None else min(acc, y)
         best.append(acc)
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], "o", label="SIM us per run")
+    ax.plot([x for x, y in zip(xs, ys, strict=True) if y is not None], [y for y in ys if y is not None], "o", label="SIM us per run")
     ax.step(xs, best, where="post", label="best so far")
     d = report["default"]
     if d:

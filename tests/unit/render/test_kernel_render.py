@@ -131,7 +131,7 @@ def test_quick_scales_the_performance_form_constants_down(tmp_path):
     copy = with_constants(kernel, consts, tmp_path / "quick" / kernel.name)
     before, after = kernel.read_text().splitlines(), copy.read_text().splitlines()
     assert len(before) == len(after)
-    changed = {a for a, b in zip(before, after) if a != b}
+    changed = {a for a, b in zip(before, after, strict=True) if a != b}
     assert {line.split(" = ")[0] for line in changed} == set(consts)  # OUT_ROWS stays 512
     module = {n.targets[0].id: n.value.value for n in ast.parse(copy.read_text()).body
               if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)}

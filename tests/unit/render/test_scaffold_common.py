@@ -71,7 +71,7 @@ def test_kernel_error_fails_its_config_and_the_others_still_run(skeleton, tmp_pa
     lines = res.stdout.splitlines()
     assert len(lines) == 4, res.stdout + res.stderr
     good, bad = names[0::2], names[1]
-    for line, name in zip(lines, names):
+    for line, name in zip(lines, names, strict=False):
         assert line.startswith(f"{name}: ")
         assert line.endswith(" FAIL" if name == bad else " PASS"), line
     assert lines[1] == f"{bad}: kernel error: RuntimeError: injected kernel failure (rtol=0.02, atol=0.02) FAIL"

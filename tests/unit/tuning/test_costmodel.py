@@ -153,7 +153,7 @@ def _core_loads_reference(ctx, c):
 
     s = ctx.spec.shape
     out = []
-    for q, kv, g, u in zip(*(c[k].tolist() for k in ("q", "kv", "g", "u"))):
+    for q, kv, g, u in zip(*(c[k].tolist() for k in ("q", "kv", "g", "u")), strict=True):
         ks = np.array([n for _, n in kv_block_ranges(ctx.spec.mask, s.seq_q, s.seq_kv, q, kv, s.window)])
         counts = allocation_matrix(ks * g, ctx.device.aic_cores, s.batch * (s.num_heads // g))
         loads = (counts * (ks * g)[:, None]).sum(axis=0)
@@ -236,7 +236,7 @@ def _pairs(rows, knob):
         groups.setdefault(tuple(_knob(r, k) for k in others), []).append(r)
     for group in groups.values():
         group.sort(key=lambda r: _knob(r, knob))
-        yield from zip(group, group[1:])
+        yield from zip(group, group[1:], strict=False)
 
 
 @pytest.mark.parametrize(("knob", "pairs_total", "strictly_faster"),

@@ -58,7 +58,7 @@ def test_every_candidate_gets_the_same_shapes_and_no_tile_exceeds_the_quick_axis
     for plan in plans:
         configs = harness_configs(plan, _out_rows(plan))
         assert [c["name"] for c in configs] == [c["name"] for c in ref]
-        for cfg, want, typical in zip(configs, ref, plan.typical_configs):
+        for cfg, want, typical in zip(configs, ref, plan.typical_configs, strict=True):
             assert cfg["shape"] == typical["shape"] and cfg["shrunk"] is None  # never shrunk without --quick
             assert cfg["quick"] == want["quick"], (plan.q_tile, plan.kv_tile)  # the SPEC fixes the quick shape
             consts = cfg.get("quick_constants", {})

@@ -67,7 +67,7 @@ def choose_unroll(spec: Spec, sk01: Card, variant: str, kv_tile: int, form: str)
     factor = max([c for c in candidates if c <= min_tiles] or [1])
     rule = text("unroll.factor_1") if factor == 1 else text("sk01.unroll.remainder", factor=factor)
     per_config = [text("sk01.unroll.config", name=c.name, tiles=n, groups=n // factor, rem=n % factor)
-                  for c, n in zip(spec.typical_configs, tiles)]
+                  for c, n in zip(spec.typical_configs, tiles, strict=True)]
     return Unroll(candidates=candidates, unroll_factor=factor, unroll_list=[factor], remainder_rule=rule,
                   reason=text("sk01.unroll.chosen", variant=variant, candidates=candidates, min_tiles=min_tiles,
                               per_config=per_config),
@@ -96,5 +96,5 @@ def varlen_balance(spec: Spec, q_tile: int, kv_tile: int, cores: int) -> Balance
     s = spec.shape
     kv_lens = typical_lengths(varlen["seq_kv"], s.seq_kv, s.batch)
     q_lens = typical_lengths(varlen["seq_q"], s.seq_q, s.batch) if "seq_q" in varlen else [s.seq_q] * s.batch
-    weights = [ceil(kv / kv_tile) for kv, sq in zip(kv_lens, q_lens) for _ in range(s.num_heads * ceil(sq / q_tile))]
+    weights = [ceil(kv / kv_tile) for kv, sq in zip(kv_lens, q_lens, strict=True) for _ in range(s.num_heads * ceil(sq / q_tile))]
     return lpt_balance(weights, cores, kv_lens)

@@ -193,7 +193,7 @@ def _zeroed_params(ctx: Context, kernel: Node) -> set[str]:
     out = zeroed & set(params)
     for call, _node, _loops in ctx.program.calls():
         if call_name(call) == kernel.stmt.name:
-            out |= {p for p, a in zip(params, call.args) if isinstance(a, ast.Name) and a.id in zeroed}
+            out |= {p for p, a in zip(params, call.args, strict=False) if isinstance(a, ast.Name) and a.id in zeroed}
             out |= {k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in zeroed}
     return out
 

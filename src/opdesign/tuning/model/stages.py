@@ -194,12 +194,12 @@ def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return_inverse=True)`` on one packed int64 key instead of sorted rows (the columns are packed by
     value when their ranges fit, else by their distinct-value codes)."""
     lows = [int(col.min()) if len(col) else 0 for col in cols]
-    spans = [int(col.max()) - lo + 1 if len(col) else 1 for col, lo in zip(cols, lows)]
+    spans = [int(col.max()) - lo + 1 if len(col) else 1 for col, lo in zip(cols, lows, strict=True)]
     key = np.zeros(len(cols[0]), dtype=np.int64)
     total = 1
     for span in spans:
         total *= span
-    for col, lo, span in zip(cols, lows, spans):
+    for col, lo, span in zip(cols, lows, spans, strict=True):
         if total < 2 ** 62:
             key = key * span + (col - lo)
         else:
@@ -263,7 +263,7 @@ def core_loads(ctx: Context, c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     cores = ctx.cube_cores
     first, inv = group_rows(c["q"], c["kv"], c["g"], c["u"])
     by_pair: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-    for i, (q, kv, g, u) in enumerate(zip(*(c[k][first].tolist() for k in ("q", "kv", "g", "u")))):
+    for i, (q, kv, g, u) in enumerate(zip(*(c[k][first].tolist() for k in ("q", "kv", "g", "u")), strict=True)):
         by_pair.setdefault((q, kv), []).append((i, g, u))
     table = np.zeros((len(first), 8))
     for (q, kv), rows in by_pair.items():

@@ -260,7 +260,7 @@ def _function(values: Values, node: Node) -> None:
     args = node.stmt.args
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    pairs = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    pairs = list(zip(positional, defaults, strict=True)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
     rebound = {t.id for child in node.body if isinstance(child.stmt, ast.Assign)
                for t in child.stmt.targets if isinstance(t, ast.Name)}
     for arg, default in pairs:

@@ -219,7 +219,7 @@ def check_code_numbers(ctx: Context) -> Iterator[Hit]:
         calls = [(c, n) for c, n, _l in program.calls() if call_name(c) == setter]
         if len(calls) != len(tiles):
             continue
-        for (call, node), (stage, tile) in zip(calls, sorted(tiles.items())):
+        for (call, node), (stage, tile) in zip(calls, sorted(tiles.items()), strict=True):
             if not isinstance(tile, dict):
                 continue
             if setter == "set_vec_tile_shapes":

@@ -261,7 +261,7 @@ def _inputs(f: _Finder, tree: ast.Module, iface, iface_name, iface_line) -> None
     params = [a.arg for a in fn.args.args]
     primary = [t.get("name") for t in iface.get("primary_inputs") or [] if isinstance(t, dict)]
     outputs = [t.get("name") for t in iface.get("final_outputs") or [] if isinstance(t, dict)]
-    where = {p: a.lineno for p, a in zip(params, fn.args.args)}
+    where = {p: a.lineno for p, a in zip(params, fn.args.args, strict=True)}
     for i, name in enumerate(primary):
         if name not in params:
             line = iface_line("primary_inputs", i)

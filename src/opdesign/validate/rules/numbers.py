@@ -166,7 +166,7 @@ def check_cube_tiles(ctx: Context) -> Iterator[Hit]:
     for call, node, _loops in ctx.program.calls():
         if call_name(call) != "set_cube_tile_shapes":
             continue
-        for axis, arg in zip("mkn", call.args):
+        for axis, arg in zip("mkn", call.args, strict=False):
             values = [int_value(e, ctx.program.constants) for e in getattr(arg, "elts", [])]
             if len(values) == 2 and None not in values and all(v > 0 for v in values):
                 for problem in checks.cube_axis_problems(values[0], values[1], align):
