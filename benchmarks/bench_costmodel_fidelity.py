@@ -26,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the required SPEC (the dense example scaled down) first, then the two of our choice
-HELD_OUT = sorted((ROOT / "benchmarks" / "specs").glob("fidelity_*.yaml"), key=lambda p: ("dense" not in p.name, p.name))
+HELD_OUT = sorted((ROOT / "benchmarks" / "specs").glob("fidelity_*.yaml"),
+                  key=lambda p: ("dense" not in p.name, p.name))
 STAGES = ("C1", "V1", "C2", "V2", "sched")
 
 

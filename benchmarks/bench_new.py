@@ -53,7 +53,8 @@ def _run_new(spec: Path, out: Path, extra: list[str]) -> tuple[float, float, flo
     """(wall s, CPU s, peak RSS MiB, process) of one `opdesign new` (RSS read by /usr/bin/time when present)."""
     timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
     start, cpu = time.perf_counter(), _child_cpu()
-    res = subprocess.run([*timer, sys.executable, "-m", "opdesign", "new", "--spec", str(spec), "--out", str(out), *extra],
+    res = subprocess.run([*timer, sys.executable, "-m", "opdesign", "new", "--spec", str(spec), "--out", str(out),
+                          *extra],
                          capture_output=True, text=True)
     wall, used = time.perf_counter() - start, _child_cpu() - cpu
     lines = res.stderr.strip().splitlines()
@@ -68,8 +69,10 @@ def main() -> int:
     args = parser.parse_args()
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
     # PYTHONDONTWRITEBYTECODE set: each run compiles the modules it imports from source again
-    print(f"bytecode cache: {'off (PYTHONDONTWRITEBYTECODE set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'on'}")
-    print(f"{'spec':<24} {'new_s':>6} {'cpu_s':>6} {'rss_MiB':>7} {'again_s':>7} {'identical':>9} {'scaffold_s':>10}  self-check")
+    cache = "off (PYTHONDONTWRITEBYTECODE set)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+    print(f"bytecode cache: {cache}")
+    print(f"{'spec':<24} {'new_s':>6} {'cpu_s':>6} {'rss_MiB':>7} {'again_s':>7} {'identical':>9} "
+          f"{'scaffold_s':>10}  self-check")
     worst = 0
     with tempfile.TemporaryDirectory() as tmp:
         specs = sorted((REPO / "examples" / "specs").glob("*.yaml"))
@@ -97,10 +100,11 @@ def main() -> int:
                     start = time.perf_counter()
                     res = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True)
                     scaffold_s = f"{time.perf_counter() - start:.2f}"
-                    summary = " | ".join(line for line in res.stdout.splitlines() if "max_abs_err" in line or "kernel error" in line)
+                    summary = " | ".join(line for line in res.stdout.splitlines()
+                                         if "max_abs_err" in line or "kernel error" in line)
                     worst |= res.returncode != 0
-                print(f"{spec.stem:<24} {times[0]:6.2f} {cpu:6.2f} {rss:7.1f} {times[1]:7.2f} {str(digests[0] == digests[1]):>9} "
-                      f"{scaffold_s:>10}  {summary}")
+                print(f"{spec.stem:<24} {times[0]:6.2f} {cpu:6.2f} {rss:7.1f} {times[1]:7.2f} "
+                      f"{str(digests[0] == digests[1]):>9} {scaffold_s:>10}  {summary}")
     return worst
 
 

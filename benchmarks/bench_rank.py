@@ -61,7 +61,8 @@ def bench(spec_path: Path, repeat: int) -> dict:
     return {"spec": spec_path.name, "ranked": True, "candidates": ranking.enumerated, "legal": ranking.legal,
             "cold_s": round(cold, 4), "warm_s": round(warm, 4),
             "candidates_per_s": round(ranking.enumerated / warm), "warm_cpu_s": round(warm_cpu, 4),
-            "candidates_per_cpu_s": round(ranking.enumerated / warm_cpu), "cli_s": round(cli, 3), "cli_exit": proc.returncode,
+            "candidates_per_cpu_s": round(ranking.enumerated / warm_cpu), "cli_s": round(cli, 3),
+            "cli_exit": proc.returncode,
             "chosen_rank": ranking.chosen_rank}
 
 
@@ -80,8 +81,8 @@ def main() -> int:
         print(json.dumps({"results": results, "seconds_per_10k": round(per_target, 4), "ok": ok}, indent=2))
         return 0 if ok else 1
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
-    print(f"{'spec':<26}{'candidates':>11}{'legal':>7}{'cold s':>9}{'warm s':>9}{'cand/s':>10}{'cand/cpu s':>11}{'cli s':>8}"
-          "  plan rank")
+    print(f"{'spec':<26}{'candidates':>11}{'legal':>7}{'cold s':>9}{'warm s':>9}{'cand/s':>10}{'cand/cpu s':>11}"
+          f"{'cli s':>8}  plan rank")
     for r in results:
         if not r["ranked"]:
             print(f"{r['spec']:<26}  not ranked: {r['reason']}")

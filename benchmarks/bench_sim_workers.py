@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         if row.head_group * row.streams > 1:
             continue
         kernel = render_kernel(plan_for_pins(spec, args.spec, plan, pins_from_row(row), validate=False))
-        jobs.append({"kernel_text": kernel, "config": None, "quick": args.quick, "timeout": 900, "label": f"rank {row.rank}"})
+        jobs.append({"kernel_text": kernel, "config": None, "quick": args.quick, "timeout": 900,
+                     "label": f"rank {row.rank}"})
     t0 = time.perf_counter()
     fresh = FreshPool().map(jobs)
     fresh_total = time.perf_counter() - t0
@@ -66,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     mean = lambda k: sum(r[k] for r in later) / len(later)  # noqa: E731
     print(f"{len(jobs)} candidates of {Path(args.spec).name}{' --quick' if args.quick else ''}: "
           f"fresh total {fresh_total:.1f} s, warm total {warm_total:.1f} s (pool start + imports included)")
-    print(f"per candidate after the first: fresh overhead {mean('fresh_overhead'):.2f} s on {mean('fresh_inside'):.2f} s "
+    print(f"per candidate after the first: fresh overhead {mean('fresh_overhead'):.2f} s on "
+          f"{mean('fresh_inside'):.2f} s "
           f"compile + SIM ({100 * mean('fresh_overhead') / mean('fresh_inside'):.0f} %); warm overhead "
-          f"{mean('warm_overhead'):.2f} s on {mean('warm_inside'):.2f} s ({100 * mean('warm_overhead') / mean('warm_inside'):.0f} %)")
+          f"{mean('warm_overhead'):.2f} s on {mean('warm_inside'):.2f} s "
+          f"({100 * mean('warm_overhead') / mean('warm_inside'):.0f} %)")
     same = all(r["fresh_sim_us"] == r["warm_sim_us"] for r in rows)
     print(f"same SIM figures warm and fresh: {same}")
     return 0 if same else 1

@@ -4,7 +4,8 @@
 For one SPEC (default tests/fixtures/sk01/streams_h32_s256.yaml) and one tile set, renders the
 kernel of ``head_group=1,streams=S`` for each S (``opdesign new --tiles`` machinery:
 :func:`opdesign.workflows.pin.pinned_plan`), prints the row's rank and ``score_cycles`` from
-``opdesign rank`` (``-`` for a stream count the ranking leaves out: more streams than units per core), then compiles + simulates each kernel on the SPEC's typical shape
+``opdesign rank`` (``-`` for a stream count the ranking leaves out: more streams than units per core),
+then compiles + simulates each kernel on the SPEC's typical shape
 (:func:`opdesign.workflows.sim_rank.simulate`) and prints the SIM AICore time, the CPU seconds of the child
 runs and the load average. Asserts nothing.
 

@@ -15,8 +15,9 @@
    that the next run did not remove.
 4. Ping latency: the MCP server (in-process, memory streams) runs one tool call that burns CPU in
    Python for --long-s seconds; pings are sent every 0.25 s meanwhile (target: max <= 100 ms).
-   ``ping_stdio``: the same over real stdio (tool work in worker processes) (``opdesign mcp`` subprocess) while it analyses a golden
-   of --golden-lines matmul statements (about 1 MB, just under the limit: a real call of tens of seconds).
+   ``ping_stdio``: the same over real stdio (tool work in worker processes) (``opdesign mcp`` subprocess)
+   while it analyses a golden of --golden-lines matmul statements (about 1 MB, just under the limit: a
+   real call of tens of seconds).
 
 Prints the figures as JSON; exits 1 when a target is missed. Linux (renameat2, /proc-free).
 """
@@ -207,7 +208,8 @@ def _kills(n: int, seed: int = 16) -> dict:
         if state not in renders:
             counts["mixed_or_partial"] += 1
             counts.setdefault("bad_states", []).append(
-                {rel: [lang for lang, r in zip(("en", "zh"), renders, strict=True) if r.get(rel) == text] for rel, text in state.items()}
+                {rel: [lang for lang, r in zip(("en", "zh"), renders, strict=True) if r.get(rel) == text]
+                 for rel, text in state.items()}
                 | {"exit": proc.returncode, "entries": sorted(p.name for p in base.rglob("*"))})
         counts["staging_after_kill"] += sum(1 for p in base.rglob(".opdesign-staging-*"))
         run("en").wait()  # the next run removes what the killed one left
@@ -275,7 +277,8 @@ def _ping(long_s: float) -> dict:
         answered_during = sum(1 for r, t in sent.items() if t < long_done[0])
         return {"long_call_s": round(long_done[0] - t0, 1), "pings": len(latencies),
                 "pings_sent_during_call": answered_during,
-                "max_ms": round(1000 * max(latencies), 1), "median_ms": round(1000 * sorted(latencies)[len(latencies) // 2], 2)}
+                "max_ms": round(1000 * max(latencies), 1),
+                "median_ms": round(1000 * sorted(latencies)[len(latencies) // 2], 2)}
 
     return anyio.run(main)
 
@@ -363,7 +366,8 @@ def main() -> int:
     print(json.dumps(report, indent=2))
     failed = (any(v["escapes"] for v in report.get("swaps", {}).values())
               or report.get("pairs", {}).get("mixed_or_partial") or report.get("pairs", {}).get("unexpected_outcomes")
-              or report.get("kills", {}).get("mixed_or_partial") or report.get("kills", {}).get("staging_after_next_run")
+              or report.get("kills", {}).get("mixed_or_partial")
+              or report.get("kills", {}).get("staging_after_next_run")
               or report.get("ping", {}).get("max_ms", 0) > 100
               or (report.get("ping_stdio", {}).get("max_ms") or 0) > 100)
     return 1 if failed else 0

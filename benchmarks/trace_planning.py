@@ -145,7 +145,8 @@ def main(argv: list[str]) -> int:
               f"{len(reentry)} re-entries [{totals[2]}], {len(back)} returns [{totals[1]}]")
         print("  modules: " + ", ".join(m.removeprefix(PKG + ".") for m in order))
         for a, b in sorted(up):
-            print(f"  up: {a.removeprefix(PKG + '.')} (level {level(a)}) -> {b.removeprefix(PKG + '.')} (level {level(b)})")
+            print(f"  up: {a.removeprefix(PKG + '.')} (level {level(a)}) -> "
+                  f"{b.removeprefix(PKG + '.')} (level {level(b)})")
         for a, b in sorted(reentry):
             print(f"  re-entry: {a.removeprefix(PKG + '.')} -> {b.removeprefix(PKG + '.')}")
     return 0

@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     fit = fit_params(samples, _rescore, base)
     for row in fit["table"]:
         print(f"task_overhead_cycles {row['task_overhead_cycles']:>8} step_dispatch_cycles "
-              f"{row['step_dispatch_cycles']:>7} pipeline_depth {row['pipeline_depth']}  mean spearman {row['spearman']}")
+              f"{row['step_dispatch_cycles']:>7} pipeline_depth {row['pipeline_depth']}  "
+              f"mean spearman {row['spearman']}")
     p = fit["params"]
     print(f"fit: {', '.join(f'{k} {getattr(p, k)}' for k in FITTED)}: mean Spearman "
           f"{fit['default_spearman']} -> {fit['spearman']} over {len(samples)} SPECs")

@@ -92,7 +92,8 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, drop_self: bool) -> d
         out["keyword_only"].append(arg.arg)
         if default is None:
             out["required"].append(arg.arg)
-    pos_only = [arg.arg for i, arg in enumerate(a.posonlyargs) if not (drop_self and i == 0 and arg.arg in ("self", "cls"))]
+    pos_only = [arg.arg for i, arg in enumerate(a.posonlyargs)
+                if not (drop_self and i == 0 and arg.arg in ("self", "cls"))]
     if pos_only:
         out["positional_only"] = pos_only
     if a.vararg is not None:
@@ -310,7 +311,8 @@ class Reader:
         return {"kind": "constant"}
 
     def _class(self, node: ast.ClassDef) -> dict[str, Any]:
-        bases = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases}
+        bases = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                 for b in node.bases}
         if bases & set(_ENUM_BASES):
             members = sorted({t.id for s in node.body if isinstance(s, ast.Assign) for t in s.targets
                               if isinstance(t, ast.Name) and not t.id.startswith("_")})

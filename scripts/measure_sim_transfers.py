@@ -28,7 +28,8 @@ from itertools import combinations
 from pathlib import Path
 
 TRACE = "_simulate.pipe.swim.json"
-_COPY = re.compile(r"^\d+ (COPY_IN|COPY_OUT) \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B TO \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B")
+_COPY = re.compile(r"^\d+ (COPY_IN|COPY_OUT) \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B "
+                   r"TO \d+ (\w+?)_\[[^]]*\]\[[^]]*\]\S* (\d+)B")
 _PAIR = re.compile(r"^\d+ (PAIRMAX|PAIRSUM) .* TO \d+ \w+?_\[[^]]*\]\[[^]]*\]\S* (\d+)B")
 FP32_BYTES = 4
 SIDES = {("DDR", "L1"): "load", ("DDR", "UB"): "load", ("UB", "DDR"): "store", ("L0C", "DDR"): "store"}

@@ -31,7 +31,8 @@ def spec_variant(spec, **changes):
     return parse_spec(data)
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``python -m opdesign ARGS`` in a subprocess (the installed package)."""
     env = dict(os.environ, PYTHONWARNINGS="error::UserWarning")
     return subprocess.run([sys.executable, "-m", "opdesign", *args], cwd=cwd, input=input,

@@ -13,7 +13,8 @@ The example's kind (``@rule(..., kind=...)``, default by family: see
   a snippet that opens with ``schema_version:`` (or is no YAML mapping) is the whole file.
 - ``markdown``: a fragment that opens with a chapter heading (``## Pseudocode``) replaces that
   chapter of the minimal document; one without a heading continues the verification chapter, whose
-  last lines are the design-check table ``| check | result | basis |`` (so table rows extend it) (which carries the generated block when the rule needs one).
+  last lines are the design-check table ``| check | result | basis |`` (so table rows extend it) (which
+  carries the generated block when the rule needs one).
 - ``document``: the whole DESIGN.md.
 - ``kernel``: a whole kernel ``.py``, validated as a file (``validate_kernel_text``); lines are its own.
 - ``api``: one Python expression calling ``validate_text`` / ``validate_paths`` with the names of

@@ -53,7 +53,8 @@ def _column_is_bounded(kernel: str, node: ast.Subscript) -> bool:
     if not (isinstance(col, ast.Call) and isinstance(col.func, ast.Attribute) and col.func.attr == "min"):
         return False
     bound = ast.unparse(col.args[0])
-    return bound == "max_blocks - 1" and ast.unparse(assigned.get("max_blocks", ast.Constant(None))) == "block_table.shape[1]"
+    return (bound == "max_blocks - 1"
+            and ast.unparse(assigned.get("max_blocks", ast.Constant(None))) == "block_table.shape[1]")
 
 
 @pytest.mark.parametrize("candidate", [None, 1])
@@ -61,7 +62,8 @@ def test_paged_page_reads_stay_inside_the_table(candidate):
     """Item 1: KV_TILE 128 over 32-token pages reads 4 columns per tile; the second tile of a 130-token
     row reaches columns 4..7 of a table of ceil(130 / 32) = 5 columns. The kernel clamps the column."""
     spec = _paged32()
-    plan = estimate(spec) if candidate is None else pinned_plan(spec, EXAMPLES / "paged_fp8_decode.yaml", candidate=candidate)
+    plan = (estimate(spec) if candidate is None
+            else pinned_plan(spec, EXAMPLES / "paged_fp8_decode.yaml", candidate=candidate))
     assert plan.pages_per_tile >= 4 and plan.page_table is not None
     kernel = render_kernel(plan)
     reads = _gather_columns(kernel)
@@ -104,7 +106,8 @@ def test_kernel_selfcheck_scaffold_and_contract_agree_on_the_table():
 
 def _dense_with(**shape):
     spec = load_spec(EXAMPLES / "dense_fa_8192.yaml")
-    return spec_variant(spec, typical_configs=[c.model_dump(mode="json", exclude_none=True) for c in spec.typical_configs]
+    return spec_variant(spec, typical_configs=[c.model_dump(mode="json", exclude_none=True)
+                                               for c in spec.typical_configs]
                         + [_cfg("func_s2048", 1, batch=1, **shape)])
 
 
@@ -139,7 +142,8 @@ def test_sk01_group_is_fixed():
     bad = spec_variant(spec, typical_configs=[_cfg("g2", batch=1, num_heads=4, num_kv_heads=2, seq_q=64, seq_kv=64)])
     with pytest.raises(SpecError) as err:
         _runnable(estimate(bad))
-    assert "typical_configs[0].shape.num_heads: config 'g2' has num_heads / num_kv_heads = 4 / 2 (group 2)" in err.value.message
+    assert ("typical_configs[0].shape.num_heads: config 'g2' has num_heads / num_kv_heads = 4 / 2 (group 2)"
+            in err.value.message)
     assert "GROUP = 4" in err.value.message
 
 

@@ -10,7 +10,8 @@ import yaml
 from conftest import EXAMPLES, run_cli
 from markdown_it import MarkdownIt
 
-ZH_HEADINGS = ["算子契约", "计算图与 API 映射", "分解与模块边界", "范式与设计决策", "伪代码", "验证方案 / Verification Plan", "风险与开放问题"]
+ZH_HEADINGS = ["算子契约", "计算图与 API 映射", "分解与模块边界", "范式与设计决策", "伪代码",
+               "验证方案 / Verification Plan", "风险与开放问题"]
 
 
 def _new(tmp_path, spec, *extra):
@@ -58,7 +59,8 @@ def test_zh_output_passes_the_cannbot_structural_contract(tmp_path):
     for heading in ZH_HEADINGS:
         assert heading.lower() in headings
     iface = yaml.safe_load((out / "eval" / "module_interfaces.yaml").read_text())
-    assert set(iface) >= {"schema_version", "op", "primary_inputs", "modules", "final_outputs", "composition_verification"}
+    assert set(iface) >= {"schema_version", "op", "primary_inputs", "modules", "final_outputs",
+                          "composition_verification"}
     primary = {t["name"] for t in iface["primary_inputs"]}
     outputs = {}
     for index, module in enumerate(iface["modules"], start=1):
@@ -80,7 +82,8 @@ def test_zh_output_passes_the_cannbot_structural_contract(tmp_path):
 
 
 def _scaffold(out, spec):
-    return subprocess.run([sys.executable, str(out / f"{spec}_scaffold.py")], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, str(out / f"{spec}_scaffold.py")], capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.mark.slow
@@ -104,7 +107,8 @@ def test_dense_8192_scaffold_passes(tmp_path):
     ("causal_gqa_tail", "oi = alpha * oi + beta * oij", "oi = oi + beta * oij"),  # dropped rescale
     ("causal_gqa_tail", "kv_h = h_idx // group", "kv_h = h_idx % x[\"num_kv_heads\"]"),  # wrong GQA mapping
     ("causal_gqa_tail", "ok = visible_mask(rows, kv_off + np.arange(KV_TILE), seq_q, seq_kv, mask_rows)",
-     "ok = (rows[:, None] < seq_q) & ((kv_off + np.arange(KV_TILE))[None, :] < seq_kv)"),  # kernel ignores the causal mask
+     # kernel ignores the causal mask
+     "ok = (rows[:, None] < seq_q) & ((kv_off + np.arange(KV_TILE))[None, :] < seq_kv)"),
     ("dense_fa_8192", "oi = alpha * oi + beta * oij", "oi = oi + beta * oij"),
 ])
 @pytest.mark.slow

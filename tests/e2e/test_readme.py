@@ -8,7 +8,7 @@ def test_ci_runs_the_readme_test_commands():
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     fast, marked = ci[-2], ci[-1]
     assert fast.startswith("python -m pip install") and "'.[test,mcp,pypto,cluster,plot]'" in fast
-    assert fast.endswith("python -m pytest && ruff check src tests")
+    assert fast.endswith("python -m pytest && ruff check src tests benchmarks scripts")
     assert f"python3 -m venv .venv && . .venv/bin/activate && {fast}\n" in readme
     assert marked == 'python -m pytest -m "slow or pypto"' and f"\n{marked}\n" in readme
 

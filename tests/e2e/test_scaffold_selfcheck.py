@@ -34,8 +34,9 @@ BASES = {  # name: (example SPEC, field changes: small typical configs that show
     "tnd": ("causal_gqa_tail", {"layout": "TND", "typical_configs": [  # packed: batches 200, drawn, tail 1 + 200 % 17
         _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
     # packed Q rows, K / V in 64-token pages (2 per KV tile) with per-batch kv_act_seqs
-    "tnd_paged": ("causal_gqa_tail", {"layout": "TND", "kv_cache": "paged", "shape__block_size": 64, "typical_configs": [
-        _cfg("b3_q200_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=200, seq_kv=329)]}),
+    "tnd_paged": ("causal_gqa_tail", {"layout": "TND", "kv_cache": "paged", "shape__block_size": 64,
+                                      "typical_configs": [_cfg("b3_q200_kv329", 1, batch=3, num_heads=4,
+                                                               num_kv_heads=2, seq_q=200, seq_kv=329)]}),
     # the PageAttn FP8 row on packed Q rows (a5): V in FP8 E4M3 with a per-batch, per-token inv_scale
     "tnd_paged_fp8": (REPO / "tests/fixtures/sk01/paged_fp8_tnd.yaml", {"shape__block_size": 64, "typical_configs": [
         _cfg("b3_q40_kv329", 1, batch=3, num_heads=4, num_kv_heads=2, seq_q=40, seq_kv=329)]}),
@@ -75,7 +76,8 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
     # unused entries carry a block id the gather cannot clamp (the contract's pad id is -1)
     "page_table_wrong_padding_value": ("paged_fp8", "PAD_ID = -1", "PAD_ID = 1 << 20"),
     "fp8_p_not_rounded": ("paged_fp8", "pij_c = to_e4m3(pij_v * p_scale)", "pij_c = pij_v * p_scale"),
-    "fp8_output_scaled_0_8": ("paged_fp8", "round_to_input(o_tile[:q_valid])", "round_to_input(0.8 * o_tile[:q_valid])"),
+    "fp8_output_scaled_0_8": ("paged_fp8", "round_to_input(o_tile[:q_valid])",
+                              "round_to_input(0.8 * o_tile[:q_valid])"),
     "fp8_v_scale_dropped": ("paged_fp8", "pij_v = pij * vs[None, :]", "pij_v = pij"),
     "tnd_batch_offset_one_row_early": ("tnd", "start = int(cum[b - 1]) if b > 0 else 0",
                                        "start = int(cum[b - 1]) - 1 if b > 0 else 0"),
@@ -100,7 +102,8 @@ MUTATIONS = {  # name: (base, original text, mutated text); every occurrence is 
                                   "ok &= kv_cols[None, :] < q_rows[:, None] + (seq_kv - seq_q)"),
     # TND: a per-batch offset that is not cum[b-1] reads (and writes) another batch's rows
     # a 1 % output error: model_err 1.0e-2 against the bound 9.8e-4 (the elementwise check may catch it too)
-    "sk02_tnd_output_scaled_0_99": ("sk02_tnd", "round_to_input(oij[:q_valid])", "round_to_input(0.99 * oij[:q_valid])"),
+    "sk02_tnd_output_scaled_0_99": ("sk02_tnd", "round_to_input(oij[:q_valid])",
+                                    "round_to_input(0.99 * oij[:q_valid])"),
     "sk02_tnd_kv_offset_zero": ("sk02_tnd", "kv_start = int(actual_seq_kv[b_idx - 1]) if b_idx > 0 else 0",
                                 "kv_start = 0"),
     "sk02_tnd_q_offset_one_row_early": ("sk02_tnd", "q_start = int(actual_seq_q[b_idx - 1]) if b_idx > 0 else 0",

@@ -138,4 +138,5 @@ def test_an_unlocated_framework_error_gets_the_kernel_line_and_the_reason():
     # --quick replaces the constants: the quick shape agrees with them
     quick = dict(shape, seq_q=1024, seq_kv=1024)
     line, reason = explain_unlocated(kernel, quick, {"SEQ_Q": 1024, "SEQ_KV": 1024, "Q_TILE": 512, "KV_TILE": 128})
-    assert line is None and reason.startswith("the framework's error names no kernel line, and the config's shape agrees")
+    assert line is None and reason.startswith("the framework's error names no kernel line, "
+                                              "and the config's shape agrees")

@@ -17,7 +17,8 @@ from opdesign.io.yamlload import safe_load
 from opdesign.render import design
 
 REPO_GOLDEN = EXAMPLES.parents[1] / "tests" / "goldens" / "dense_forward_golden.py"
-HEAVY = ("numpy", "jinja2", "opdesign.tuning", "opdesign.catalog.loader")  # the catalog proper (its package also holds plain tables)
+# the catalog proper (its package also holds plain tables)
+HEAVY = ("numpy", "jinja2", "opdesign.tuning", "opdesign.catalog.loader")
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -150,8 +151,10 @@ def test_validate_builds_only_the_models_it_reads(tmp_path) -> None:
     from opdesign.workflows.new import new_design
 
     new_design(EXAMPLES / "causal_gqa_tail.yaml", str(tmp_path / "d"))
-    out = subprocess.run([sys.executable, "-c", _BUILT, str(tmp_path / "d")], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == {"code": 0, "built": {"Plan": False, "Spec": False, "Budget": True, "Report": True}}
+    out = subprocess.run([sys.executable, "-c", _BUILT, str(tmp_path / "d")], capture_output=True, text=True,
+                         check=True)
+    assert json.loads(out.stdout) == {"code": 0,
+                                      "built": {"Plan": False, "Spec": False, "Budget": True, "Report": True}}
 
 
 

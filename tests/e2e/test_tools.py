@@ -129,7 +129,8 @@ def test_new_design_writes_into_the_root_and_refuses_to_overwrite(root):
     result = _call("new_design", args, root)
     assert result["out_dir"] == "ops/causal"
     assert sorted(result["files"]) == ["ops/causal/DESIGN.md", "ops/causal/causal_gqa_tail_kernel.py",
-                                       "ops/causal/causal_gqa_tail_scaffold.py", "ops/causal/eval/module_interfaces.yaml"]
+                                       "ops/causal/causal_gqa_tail_scaffold.py",
+                                       "ops/causal/eval/module_interfaces.yaml"]
     plan = plan_from_spec_file(root / "specs/causal_gqa_tail.yaml")
     assert (result["q_tile"], result["kv_tile"], result["root_count"]) == (plan.q_tile, plan.kv_tile, plan.root_count)
     assert result["skeleton"] == "SK-01" and result["ub_bytes"] == plan.ub_budget.total_bytes

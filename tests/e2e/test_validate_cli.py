@@ -105,7 +105,8 @@ def test_rules_lists_checks_and_explains_one() -> None:
     assert shown.output.startswith("OD-DOC-07  (error, document rule; source: CANNBot DESIGN.md template")
     assert "\nbad:\n    | C-TILE-03 UB budget | pass | |\n" in shown.output and "\ngood:\n" in shown.output
     both = runner.invoke(app, ["rules", "C-TILE-02"])
-    assert both.output.startswith("C-TILE-02  (must, area TILE)") and "check (opdesign validate): C-TILE-02" in both.output
+    assert (both.output.startswith("C-TILE-02  (must, area TILE)")
+            and "check (opdesign validate): C-TILE-02" in both.output)
     data = json.loads(runner.invoke(app, ["rules", "C-TILE-02", "--json"]).output)
     assert data["parameters"]["align_bytes"] == 32 and data["check"]["level"] == "error"
     check = json.loads(runner.invoke(app, ["rules", "SK-01-P1", "--json"]).output)

@@ -46,7 +46,8 @@ def test_attention_rules_run_on_attention_designs(cards: str) -> None:
 
 def test_the_attention_rules_say_so() -> None:
     flagged = sorted(r.id for r in all_rules().values() if r.attention_only)
-    assert {"OD-PC-04", "SK-01-R1", "SK-01-R2", "SK-01-R3", "SK-01-R6", "AT-17-R4", "SK-02-R3", "SK-16-R3"} <= set(flagged)
+    assert {"OD-PC-04", "SK-01-R1", "SK-01-R2", "SK-01-R3", "SK-01-R6", "AT-17-R4", "SK-02-R3",
+            "SK-16-R3"} <= set(flagged)
     assert not {"OD-PC-03", "OD-PC-05", "C-SYM-06", "C-SYM-07", "C-TILE-06"} & set(flagged)
     assert "attention operators only" in explain_text("OD-PC-04")
     assert "attention operators only" not in explain_text("OD-PC-03")

@@ -19,7 +19,8 @@ IDS = [f"{m['rule']}-{i}" for i, m in enumerate(MUTATIONS)]
 REQUIRED = {  # the mutations the issue names, by (rule, what)
     ("C-TILE-02", "24 x bf16"), ("C-TILE-05", "not a multiple of L0"), ("SK-01-R6", "oi declared bf16"),
     ("SK-01-R2", "inside the KV loop"), ("SK-01-R1", "removed before C2"), ("C-LOOP-05", "[4, 2]"),
-    ("C-TILE-03", "UB total above"), ("SK-01-P1", "Q_TILE 2048 != seq_q / 2"), ("OD-PC-03", "sg_set_scope(2) never reset"),
+    ("C-TILE-03", "UB total above"), ("SK-01-P1", "Q_TILE 2048 != seq_q / 2"),
+    ("OD-PC-03", "sg_set_scope(2) never reset"),
     ("OD-IF-06", "from a later module"), ("OD-DOC-08", "module_count 2 in the text, 1 in the interface"),
 }
 

@@ -79,7 +79,8 @@ SKELETONS = tuple(sorted(f"{ROOT}.skeletons.{p.name}" for p in (SRC / ROOT / "sk
 
 
 def package_of(name: str) -> str:
-    """``opdesign.validate.rules.code`` -> ``validate``; ``opdesign.errors`` -> ``errors``; ``opdesign`` -> ``__init__``."""
+    """``opdesign.validate.rules.code`` -> ``validate``; ``opdesign.errors`` -> ``errors``;
+    ``opdesign`` -> ``__init__``."""
     parts = name.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

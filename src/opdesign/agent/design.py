@@ -192,7 +192,8 @@ class ValidateDesignInput(ToolInput):
     design_path: str | None = Field(None, min_length=1, max_length=4096,
                                     description="a DESIGN.md, a PyPTO kernel .py or an operator folder (its "
                                                 "DESIGN.md and *_kernel.py / *_impl.py), relative to the tool root")
-    text: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="inline DESIGN.md text (instead of design_path)")
+    text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
+                             description="inline DESIGN.md text (instead of design_path)")
     interfaces_text: str | None = Field(None, max_length=MAX_TEXT_CHARS,
                                         description="inline eval/module_interfaces.yaml text (only with text)")
     target_pypto: str | None = Field(None, min_length=1, max_length=64, description="the PyPTO release (0.2.0) or "

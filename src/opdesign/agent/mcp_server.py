@@ -82,7 +82,8 @@ ANSWER_CACHE_SIZE = 64
 def _spec_bytes(jail: Root, arguments: Any) -> bytes | None:
     """The bytes of ``estimate_design``'s SPEC, read as the tool reads it (inside the root), or None: not
     a plain call, a SPEC the tool refuses to read, or one that names a golden (a second file the plan reads)."""
-    if not isinstance(arguments, dict) or set(arguments) != {"spec_path"} or not isinstance(arguments["spec_path"], str):
+    if (not isinstance(arguments, dict) or set(arguments) != {"spec_path"}
+            or not isinstance(arguments["spec_path"], str)):
         return None
     try:
         raw, res = jail.read(arguments["spec_path"], "spec_path", MAX_FILE_BYTES)

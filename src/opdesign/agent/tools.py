@@ -99,7 +99,8 @@ _saved_stdout: Any = None
 
 @contextlib.contextmanager
 def _stdout_to_stderr() -> Any:
-    """``sys.stdout`` points at stderr while any tool runs (threads included: the first in swaps, the last out restores)."""
+    """``sys.stdout`` points at stderr while any tool runs (threads included: the first in swaps, the last
+    out restores)."""
     global _redirect_depth, _saved_stdout
     with _redirect_lock:
         if _redirect_depth == 0:

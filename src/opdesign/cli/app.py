@@ -95,8 +95,9 @@ def new(
         "--within-form", help="--candidate N counts as `opdesign rank "
                               "--within-form` does (only rows the plan's form can build)", metavar=FLAG)] = False,
     tiles: Annotated[str, typer.Option(
-        "--tiles", metavar="K=V,..", help="pin tiles: q_tile=..,kv_tile=..,"
-                                          "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=..")] = None,
+        "--tiles", metavar="K=V,..",
+        help="pin tiles: q_tile=..,kv_tile=..,"
+             "qk_tile=MxN,pv_tile=MxN,vec_tile=RxC,unroll_factor=..,head_group=..,streams=..")] = None,
     uncalibrated: Annotated[bool, typer.Option(
         "--uncalibrated", help="rank with the raw CostParams", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
@@ -156,7 +157,8 @@ def rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.", metavar=FLAG)] = False,
     quiet: bool = quiet_option(),
 ) -> None:
-    """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one rule in full."""
+    """List the rule catalog (constraints, card rules, planner conditions, validator checks), or show one
+    rule in full."""
     from opdesign.workflows.validate import lookup_text, row_line, rule_rows
 
     if rule_id is not None:  # a rule in full; a card (SK-01) or family (C-TILE) id lists its rules
@@ -266,7 +268,8 @@ def verify_cmd(
 ) -> None:
     """Compile, simulate (PyPTO SIM) and pass-verify DIR/<op>_kernel.py on the CPU, per typical config.
 
-    Needs the extra: pip install 'opdesign[pypto]'. Exit 0 when every config compiled, simulated and verified; 1 when one did not; 2 for unusable input or a missing extra.
+    Needs the extra: pip install 'opdesign[pypto]'. Exit 0 when every config compiled, simulated and
+    verified; 1 when one did not; 2 for unusable input or a missing extra.
     """
     pause("verify")  # a test hook (OPDESIGN_PAUSE): before PyPTO loads
     from opdesign.pypto_run.design import verify_dir

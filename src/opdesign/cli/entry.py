@@ -1,7 +1,7 @@
 """Command-line interface: the entry point over the Typer command tree (:mod:`opdesign.cli.app`).
 
-Plain ``golden``, ``validate`` and ``new`` lines take :mod:`opdesign.cli.fast`, which skips Typer. Any other command line (help, a usage error, other
-commands) goes through the Typer tree.
+Plain ``golden``, ``validate`` and ``new`` lines take :mod:`opdesign.cli.fast`, which skips Typer.
+Any other command line (help, a usage error, other commands) goes through the Typer tree.
 
 Exit codes (stable, see ``opdesign.errors``): 0 success; 1 error-level
 findings or a failed check; 2 unusable input (bad SPEC, missing file, refused

@@ -96,7 +96,8 @@ def tidy_help(command):  # noqa: ANN001, ANN201 - a click command tree, returned
             if param.param_type_name == "argument" and param.metavar:
                 param.display_type_rich = _no_type_label  # read by Typer's help record; absent in older Typer
                 # the usage line in click's own notation (PATH... required, [ID] optional), not Typer's {PATH}...
-                usage = (param.metavar if param.required else f"[{param.metavar}]") + ("..." if param.nargs != 1 else "")
+                usage = ((param.metavar if param.required else f"[{param.metavar}]")
+                         + ("..." if param.nargs != 1 else ""))
                 param._usage_display_name = lambda usage=usage: usage
         if hasattr(cmd, "commands"):
             cmd.format_commands = _full_sentences(cmd)

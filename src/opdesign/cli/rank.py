@@ -58,7 +58,8 @@ def rank_cmd(
 
     from opdesign.workflows.sim_rank import format_sim_text, sim_rank
 
-    ranking = rank_spec(loaded, plan, None, show_rejected, params=params, within_form=within_form)  # every legal row: the spread picks reach the last rank
+    # every legal row: the spread picks reach the last rank
+    ranking = rank_spec(loaded, plan, None, show_rejected, params=params, within_form=within_form)
     report = sim_rank(loaded, spec, plan, ranking, sim, top=top, timeout=sim_timeout,
                       progress=lambda msg: note(msg, err=True))
     echo(json.dumps(report, indent=2) if as_json else format_sim_text(report))

@@ -1,4 +1,5 @@
-"""``opdesign tune``: the command line of :func:`opdesign.workflows.tune.tune` (registered by :mod:`opdesign.cli.app`)."""
+"""``opdesign tune``: the command line of :func:`opdesign.workflows.tune.tune`
+(registered by :mod:`opdesign.cli.app`)."""
 
 from __future__ import annotations
 
@@ -66,4 +67,5 @@ def tune_cmd(
         b, d = report["best"], report["default"]
         echo(f"{report['op_name']}: best rank {b['rank'] if b else '-'} SIM {b['sim_us'] if b else '-'} us"
              + (f", default plan {d['sim_us']} us (speedup {report['speedup']}x)" if d and b else "")
-             + f"; {report['runs']} rows measured ({report['sim_runs']} SIM runs); report {Path(report.get('out', ''))}")
+             + f"; {report['runs']} rows measured ({report['sim_runs']} SIM runs); "
+               f"report {Path(report.get('out', ''))}")

@@ -265,7 +265,8 @@ def parse_golden(path: Path, data: bytes | None = None) -> ast.Module:
         raise InputError(f"{path}: line {err.lineno}: syntax error: {err.msg}{spec}",
                          details={"path": str(path), "line": err.lineno}) from err
     except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, absurdly deep nesting
-        raise InputError(f"{path}: cannot parse: {str(err) or type(err).__name__}", details={"path": str(path)}) from err
+        raise InputError(f"{path}: cannot parse: {str(err) or type(err).__name__}",
+                         details={"path": str(path)}) from err
 
 
 def select_function(functions: dict[str, FunctionNode], name: str | None, path: Path) -> FunctionNode:

@@ -88,7 +88,8 @@ def lock(fd: int, display: str) -> int:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(lock_fd)
-                raise BusyError(f"{display}: another opdesign run is writing here; try again", {"path": display}) from None
+                raise BusyError(f"{display}: another opdesign run is writing here; try again",
+                                {"path": display}) from None
             time.sleep(0.005)
 
 

@@ -153,7 +153,8 @@ def balance(weights: list[int], cores: int, repeats: int = 1) -> Balance:
     note = text("balance.fewer" if fewer else "balance.all", cores=cores, target=total / cores, imbalance=imbalance,
                 fewer=fewer, worst=worst)
     return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
-                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts, strict=True))],
+                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w)
+                             for i, (w, n) in enumerate(zip(loads, counts, strict=True))],
                    imbalance=round(imbalance, 4), fewer_cores=fewer, note=note)
 
 
@@ -199,5 +200,6 @@ def lpt_balance(weights: list[int], cores: int, lengths: list[int]) -> Balance:
                 target=total / cores if cores else 0.0, imbalance=imbalance, contiguous=contiguous,
                 fewer=fewer, worst=worst)
     return Balance(cores=cores, total_valid_blocks=total, target=round(total / cores, 3) if cores else 0.0,
-                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w) for i, (w, n) in enumerate(zip(loads, counts, strict=True))],
+                   per_core=[CoreLoad(core=i, q_blocks=n, weight=w)
+                             for i, (w, n) in enumerate(zip(loads, counts, strict=True))],
                    imbalance=round(imbalance, 4), fewer_cores=fewer, note=note, method="lpt")

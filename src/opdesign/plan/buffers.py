@@ -87,10 +87,14 @@ def l0_budgets(device: DeviceProfile, tile: CubeTile) -> list[Budget]:
     m, k, n = tile.m[0], tile.k[0], tile.n[0]
     src = "C-TILE-03, C-TILE-05 L0 tiles"
     return [
-        make_budget(f"L0A {tile.stage}", [BudgetItem(name="a_tile", bytes=m * k * b, formula=text("l0.a", b=b, m=m, k=k), source=src)],
+        make_budget(f"L0A {tile.stage}",
+                    [BudgetItem(name="a_tile", bytes=m * k * b, formula=text("l0.a", b=b, m=m, k=k), source=src)],
                     device.l0a_bytes, capacity_source=f"devices.yaml {device.ref('l0a_bytes')}"),
-        make_budget(f"L0B {tile.stage}", [BudgetItem(name="b_tile", bytes=k * n * b, formula=text("l0.b", b=b, k=k, n=n), source=src)],
+        make_budget(f"L0B {tile.stage}",
+                    [BudgetItem(name="b_tile", bytes=k * n * b, formula=text("l0.b", b=b, k=k, n=n), source=src)],
                     device.l0b_bytes, capacity_source=f"devices.yaml {device.ref('l0b_bytes')}"),
-        make_budget(f"L0C {tile.stage}", [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=text("l0.c", m=m, n=n), source=src + ", FP32 result")],
+        make_budget(f"L0C {tile.stage}",
+                    [BudgetItem(name="c_tile", bytes=m * n * ACC_BYTES, formula=text("l0.c", m=m, n=n),
+                                source=src + ", FP32 result")],
                     device.l0c_bytes, capacity_source=f"devices.yaml {device.ref('l0c_bytes')}"),
     ]

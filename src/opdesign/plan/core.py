@@ -30,7 +30,8 @@ Stage = Literal["C1", "V1", "C2", "V2"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use (validate: only what it reads)
+    # schemas built on first use (validate: only what it reads)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Phrase(_Model):

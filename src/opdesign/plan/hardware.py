@@ -45,7 +45,8 @@ def hardware(spec: Spec, device: DeviceProfile, rtol: float, atol: float) -> Har
     diffs = [(name, getattr(device, name), getattr(sim, other)) for name, other in _COMPARED
              if getattr(device, name) != getattr(sim, other)]
     default = device.name == device.family
-    statement = text("hw.sku", device=spec.device, soc=device.soc_version, arch=device.npu_arch, family=device.family, sku=device.sku,
+    statement = text("hw.sku", device=spec.device, soc=device.soc_version, arch=device.npu_arch, family=device.family,
+                     sku=device.sku,
                      default="the family's default SKU" if default else "a SKU named by the SPEC",
                      aic=device.aic_cores, aiv=device.aiv_cores, ub=device.ub_bytes, l1=device.l1_bytes,
                      l0c=device.l0c_bytes, platform=device.platform,

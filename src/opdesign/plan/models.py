@@ -212,7 +212,8 @@ class Plan(_Model):
     kv_loop: Literal["pypto.loop", "range", "loop_unroll", "none"] = Field(
         description="construct of the KV loop (none: single pass)")
     variant: str = Field("FA MHA", description="row of the SK-01 variant matrix, or the skeleton's own variant")
-    skeleton_checks: list[FormCheck] = Field(default_factory=list, description="applicability conditions of the chosen or rejected skeleton")
+    skeleton_checks: list[FormCheck] = Field(
+        default_factory=list, description="applicability conditions of the chosen or rejected skeleton")
     fallback_from: str | None = Field(None, description="skeleton whose conditions failed, e.g. SK-02")
     passes: int = Field(1, description="passes over KV (backward: 1 or 2)")
     two_pass_reason: str | None = Field(None, description="the SPEC's reason for two passes (backward)")
@@ -223,15 +224,19 @@ class Plan(_Model):
                                       "placement (opdesign.plan.schedule)")
     block_size: int | None = Field(None, description="paged KV page size (tokens)")
     page_table: PageTable | None = Field(None, description="paged KV: the block_table contract (width, padding, bound)")
-    quick_factor: int = Field(1, description="--quick runs the performance form with SEQ_Q, SEQ_KV, Q_TILE and KV_TILE "
-                                             "divided by this (the same Q x KV tile loop; kernel and scaffold); 1: none")
+    quick_factor: int = Field(1, description="--quick runs the performance form with SEQ_Q, SEQ_KV, Q_TILE and "
+                                             "KV_TILE divided by this (the same Q x KV tile loop; kernel and "
+                                             "scaffold); 1: none")
     batch_lengths: dict[str, str] = Field(default_factory=dict,
-                                          description="axis -> int32 [batch] tensor of per-batch valid lengths (varlen, paged)")
+                                          description="axis -> int32 [batch] tensor of per-batch valid lengths "
+                                                      "(varlen, paged)")
     cost_rank: int | None = Field(None, description="rank of the plan's tiles among the legal candidates (costmodel)")
     cost_legal: int | None = Field(None, description="number of legal candidates ranked")
-    tuning: list[dict[str, Any]] = Field(default_factory=list, description="next best legal candidates with estimated gain")
+    tuning: list[dict[str, Any]] = Field(default_factory=list,
+                                         description="next best legal candidates with estimated gain")
     pins: TilePins | None = Field(None, exclude=True, description="tiles pinned by `new --candidate` / `--tiles`")
-    candidate: dict[str, Any] | None = Field(None, exclude=True, description="pinned design vs the default (rank, changes)")
+    candidate: dict[str, Any] | None = Field(None, exclude=True,
+                                             description="pinned design vs the default (rank, changes)")
     topk: int | None = Field(None, description="top-k KV positions per query (tokens)")
     window: int | None = Field(None, description="sliding-window width (tokens)")
     tile_decisions: list[Decision] = Field(description="q_tile and kv_tile with their basis")
@@ -262,7 +267,8 @@ class Plan(_Model):
     typical_configs: list[dict[str, Any]] = Field(description="the SPEC's typical configs with full shapes")
     dynamic_axes: list[dict[str, Any]] = Field(description="the SPEC's dynamic axes")
     risks: list[Text] = Field(description="what can break the design, one sentence each")
-    cv_handover: Text | None = Field(None, description="how P reaches the cube for C2 on this device (devices.yaml ub_to_l1)")
+    cv_handover: Text | None = Field(
+        None, description="how P reaches the cube for C2 on this device (devices.yaml ub_to_l1)")
     hardware: Hardware | None = Field(None, description="the SKU the design assumes, its platform file, and what the "
                                       "release's SIM checks of it (opdesign.plan.hardware)")
     pypto_release: str = Field(description="the PyPTO release the kernel is written for (constraints/pypto_api.yaml)")

@@ -74,7 +74,8 @@ def choose_cube_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, card: Ca
     return {
         "C1": CubeTile(stage="C1", m=ax(m1, qk_m), k=ax(d_l1), n=ax(n1, qk_n), operand_dtype=dt,
                        reason=text("cube.c1")),
-        "C2": CubeTile(stage="C2", m=ax(m2, pv_m), k=ax(k_c2), n=ax(d_l1), operand_dtype="fp8" if spec.quant == "fp8" else dt,
+        "C2": CubeTile(stage="C2", m=ax(m2, pv_m), k=ax(k_c2), n=ax(d_l1),
+                       operand_dtype="fp8" if spec.quant == "fp8" else dt,
                        reason=text("cube.c2")),
     }
 

@@ -18,7 +18,8 @@ def _line(r: CandidateRow) -> str:
     st = r.stages
     return (f"{r.rank:>5}{mark} {r.q_tile:>6} {r.kv_tile:>7} {_mxn(r.qk_tile):>7} {_mxn(r.pv_tile):>7} {vec:>7} "
             f"{r.unroll_factor:>6} {r.head_group:>2} {r.streams:>2} {r.score_cycles:>13} {st['C1']:>9} {st['V1']:>9} "
-            f"{st['C2']:>9} {st['V2']:>9} {st['sched']:>6}  {r.bottleneck:<10}  {' '.join(r.form_rules) or '-'}").rstrip()
+            f"{st['C2']:>9} {st['V2']:>9} {st['sched']:>6}  {r.bottleneck:<10}  "
+            f"{' '.join(r.form_rules) or '-'}").rstrip()
 
 
 def render_ranking_text(ranking: Ranking, show_rejected: bool = False, trailer: bool = True) -> str:

@@ -120,7 +120,8 @@ class DynamicAxis(_Strict):
     """One axis whose length is only known at run time."""
 
     name: AxisName = Field(description="the shape axis that is dynamic (topk: the top-k count is a runtime value)")
-    range: tuple[ShapeInt, ShapeInt] = Field(description="[lo, hi] of the axis length, inclusive (same unit as the axis)")
+    range: tuple[ShapeInt, ShapeInt] = Field(
+        description="[lo, hi] of the axis length, inclusive (same unit as the axis)")
     uniform: bool = Field(True, strict=True, description="same length for every batch (False: varlen)")
 
     @field_validator("range")
@@ -134,10 +135,12 @@ class DynamicAxis(_Strict):
 class Precision(_Strict):
     """Tolerance of the scaffold's self-check against the float64 golden."""
 
-    rtol: float | None = Field(None, strict=True, gt=0, le=1, description="relative tolerance (unitless); default by dtype: "
-                               "bf16 2e-2, fp16 5e-3, fp32 1e-4")
-    atol: float | None = Field(None, strict=True, gt=0, le=1, description="absolute tolerance (output units); default by dtype: "
-                               "bf16 2e-2, fp16 5e-3, fp32 1e-5")
+    rtol: float | None = Field(None, strict=True, gt=0, le=1,
+                               description="relative tolerance (unitless); default by dtype: "
+                                           "bf16 2e-2, fp16 5e-3, fp32 1e-4")
+    atol: float | None = Field(None, strict=True, gt=0, le=1,
+                               description="absolute tolerance (output units); default by dtype: "
+                                           "bf16 2e-2, fp16 5e-3, fp32 1e-5")
 
     @field_validator("rtol", "atol", mode="before")
     @classmethod
@@ -181,7 +184,8 @@ class Spec(_Strict):
     schema_version: Literal[1] = Field(description="SPEC format version: 1")
     op_name: str = Field(description="Python identifier, at most 64 characters; used in code and file names")
     kind: Literal["attention"] = Field("attention", description="operator family: attention")
-    direction: Literal["forward", "backward"] = Field("forward", description="forward (SK-01 / SK-02) or backward (SK-16)")
+    direction: Literal["forward", "backward"] = Field(
+        "forward", description="forward (SK-01 / SK-02) or backward (SK-16)")
     device: str = Field(description="profile in constraints/devices.yaml: a family (a2, a3, a5: its default SKU) or "
                                     "family/SKU (a2/910B1, a3/910C4, a5/950PR_958x, a5/950PR_957x), case-insensitive")
     dtype: Literal["bf16", "fp16", "fp32"] = Field(description="dtype of Q, K, V and the output")
@@ -191,18 +195,22 @@ class Spec(_Strict):
         "cumulative int32 [batch] end offsets actual_seq_q / actual_seq_kv; shape.seq_q / seq_kv are the per-batch "
         "maximum, T <= batch * seq")
     shape: Shape = Field(description="the typical shape")
-    dynamic_axes: list[DynamicAxis] = Field(min_length=1, description="axes whose length is known only at run time (at least one)")
+    dynamic_axes: list[DynamicAxis] = Field(
+        min_length=1, description="axes whose length is known only at run time (at least one)")
     mask: Literal["none", "causal", "sliding_window", "tensor", "topk"] = Field(
         "none", description="causal and sliding_window are bottom-right aligned; tensor: a boolean mask input; "
         "topk: the indexer's picks per query token")
-    kv_cache: Literal["contiguous", "paged"] = Field("contiguous", description="paged: K/V gathered by block table (AT-17)")
+    kv_cache: Literal["contiguous", "paged"] = Field(
+        "contiguous", description="paged: K/V gathered by block table (AT-17)")
     quant: Literal["none", "fp8"] = Field("none", description="fp8: P and V in FP8 E4M3 for P V (AT-08, AT-06)")
     softmax_stats_input: bool = Field(False, description="backward only: the forward l/m are inputs (SK-16)")
     precision: Precision = Field(Precision(), description="self-check tolerance; defaults by dtype")
-    performance: Performance | None = Field(None, description="latencies; a ratio above 5 is SK-01 performance-form condition 4")
+    performance: Performance | None = Field(
+        None, description="latencies; a ratio above 5 is SK-01 performance-form condition 4")
     typical_configs: list[TypicalConfig] = Field(min_length=1, description="shapes the scaffold checks (at least one)")
     golden: str | None = Field(None, pattern=r"^/?[A-Za-z0-9_][A-Za-z0-9_./-]{0,1000}\.py$",
-                               description="path of the golden .py, relative to the SPEC or absolute (letters, digits, _ . / -)")
+                               description="path of the golden .py, relative to the SPEC or absolute "
+                                           "(letters, digits, _ . / -)")
     two_pass_reason: TwoPassReason | None = Field(
         None, description="backward only: why two passes instead of SK-16's single pass (keys of the "
         "SK-16 card's parameters.two_pass_reasons)")
@@ -278,7 +286,8 @@ class Spec(_Strict):
             raise FieldError("two_pass_reason", "only meaningful with direction: backward (SK-16)")
         for i, axis in enumerate(self.dynamic_axes):
             if not axis.uniform and axis.name not in ("seq_q", "seq_kv"):
-                raise FieldError(f"dynamic_axes.{i}.uniform", f"uniform: false (varlen per batch) applies to seq_q / seq_kv, not {axis.name}")
+                raise FieldError(f"dynamic_axes.{i}.uniform",
+                                 f"uniform: false (varlen per batch) applies to seq_q / seq_kv, not {axis.name}")
             lo, hi = axis.range
             for where, shape in self._all_shapes():
                 value = getattr(shape, axis.name, None)
@@ -330,7 +339,8 @@ def parse_spec(data: object, origin: str = "<spec>") -> Spec:
         SpecError: with ``origin: field.path: message`` for every failed field.
     """
     if data is None:  # an empty file, only comments, or a bare `null`
-        raise SpecError(f"{origin}: the SPEC is empty: expected a YAML mapping (`opdesign schema spec` lists its fields)")
+        raise SpecError(f"{origin}: the SPEC is empty: expected a YAML mapping "
+                        "(`opdesign schema spec` lists its fields)")
     if not isinstance(data, dict):
         raise SpecError(f"{origin}: the SPEC must be a YAML mapping, got {type(data).__name__}")
     try:
@@ -355,7 +365,8 @@ def load_spec(path: str | Path) -> Spec:
     try:
         raw = read_regular(p, MAX_SPEC_BYTES)
     except NotFoundError as err:
-        raise NotFoundError(f"{p}: SPEC file not found" + (" (symlink loop)" if "loop" in err.message else "")) from None
+        raise NotFoundError(f"{p}: SPEC file not found"
+                            + (" (symlink loop)" if "loop" in err.message else "")) from None
     except (InputError, ToolIOError) as err:
         raise err.__class__(f"{p}: cannot read SPEC: {err.message.removeprefix(str(p) + ': ')}") from None
     return spec_from_bytes(raw, p)

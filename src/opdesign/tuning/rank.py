@@ -164,7 +164,8 @@ def _chosen_index(plan: Plan, c: dict[str, np.ndarray], legal_idx: np.ndarray) -
     """Index of the plan's own candidate among the legal ones (G 1, streams 1)."""
     c1, c2 = plan.cube_tiles["C1"], plan.cube_tiles["C2"]
     want = {"q": plan.q_tile, "kv": plan.kv_tile, "m0": c1.m[0], "m1": c1.m[1], "n0": c1.n[0], "n1": c1.n[1],
-            "m20": c2.m[0], "m21": c2.m[1], "k20": c2.k[0], "k21": c2.k[1], "vr": plan.vec_tiles["V1"].shape[0], "vc": plan.vec_tiles["V1"].shape[1],
+            "m20": c2.m[0], "m21": c2.m[1], "k20": c2.k[0], "k21": c2.k[1],
+            "vr": plan.vec_tiles["V1"].shape[0], "vc": plan.vec_tiles["V1"].shape[1],
             "g": 1, "s": 1}
     hit = legal_idx[np.logical_and.reduce([c[k][legal_idx] == v for k, v in want.items()])]
     hit = hit[c["u"][hit] <= max(plan.unroll_factor, 1)]
@@ -293,7 +294,8 @@ def rank_candidates(spec: Spec, plan: Plan, top: int | None = None, include_reje
     if include_rejected:  # legality ignores unroll / G / streams: one row per tile geometry
         first = np.sort(group_rows(*(c[k][order] for k in ("q", "kv", "m1", "n1", "m21", "k21", "vr", "vc")))[0])
         rejected_order = order[first][~legal[order[first]]]
-        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range, broken, ctx.form_rules), rejected_reason=rules.reason(int(i), c, align),
+        rejected = [RejectedRow(**_candidate(c, int(i), ctx.static_range, broken, ctx.form_rules),
+                                rejected_reason=rules.reason(int(i), c, align),
                                 rejected_rules=rules.rules(int(i))) for i in rejected_order[:top]]
     return Ranking(
         op_name=spec.op_name, device=spec.device, form=plan.form, enumerated=enumerated, legal=int(legal.sum()),

@@ -90,7 +90,8 @@ def _example(text: str) -> str:
 
 def rule(rule_id: str, level: Level, family: str, source: str, message: str, *, bad: str, good: str,
          needs_block: bool = False, kind: str | None = None, kernel: bool | None = None,
-         attention_only: bool = False) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
+         attention_only: bool = False,
+         ) -> Callable[[Callable[[Context], Iterable[Hit]]], Callable[[Context], Iterable[Hit]]]:
     """Register the decorated check as rule ``rule_id``; its docstring is the explanation.
 
     ``kind`` says what the ``bad`` / ``good`` examples are (:data:`EXAMPLE_KINDS`; default: the

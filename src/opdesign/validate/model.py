@@ -64,7 +64,8 @@ class Report(BaseModel):
         kept = [f for f in findings if not isinstance(f, SuppressedFinding)]
         ordered = sorted(set(kept), key=key)
         counts = {level: sum(1 for f in ordered if f.level == level) for level in LEVELS}
-        report = cls(files=list(dict.fromkeys(files)), findings=ordered, summary=Summary(**counts))  # a path given twice counts once, as its findings do
+        # a path given twice counts once, as its findings do
+        report = cls(files=list(dict.fromkeys(files)), findings=ordered, summary=Summary(**counts))
         if len(kept) != len(findings):
             report._suppressed = sorted({f for f in findings if isinstance(f, SuppressedFinding)}, key=key)
         return report

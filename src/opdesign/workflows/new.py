@@ -143,8 +143,9 @@ def new_design(spec_path: str | Path, out_dir: str | Path | None = None, lang: L
     """``opdesign new`` and the ``new_design`` tool: plan the SPEC and write the artifacts, all or nothing.
 
     ``target``: where (:class:`~opdesign.io.publish.FolderTarget` of ``out_dir``, the default, or the
-    agent's :class:`~opdesign.io.publish.RootTarget`); ``out_dir`` defaults to ``./<op_name>``. Nothing is written when the SPEC is
-    invalid, a target exists without ``force``, or ``before_publish`` (called with the paths about to
+    agent's :class:`~opdesign.io.publish.RootTarget`); ``out_dir`` defaults to ``./<op_name>``. Nothing is
+    written when the SPEC is invalid, a target exists without ``force``, or ``before_publish`` (called
+    with the paths about to
     be written, after every file is staged) raises. ``spec``: the SPEC already loaded from ``spec_path``.
     ``plan``: a plan made already (``opdesign new --candidate`` / ``--tiles``: :mod:`opdesign.workflows.pin`).
     ``params``: cost-model figures of the ranking (default: the committed calibration, else CostParams).

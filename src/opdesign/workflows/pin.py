@@ -150,7 +150,8 @@ def _rule_ids_cost(spec: Spec, plan: Plan) -> tuple[list[str], str]:
 
     c1, c2, v1 = plan.cube_tiles["C1"], plan.cube_tiles["C2"], plan.vec_tiles["V1"]
     one = {"q": plan.q_tile, "kv": plan.kv_tile, "m0": c1.m[0], "m1": c1.m[1], "k10": c1.k[0], "k11": c1.k[1],
-           "n0": c1.n[0], "n1": c1.n[1], "m20": c2.m[0], "m21": c2.m[1], "k20": c2.k[0], "k21": c2.k[1], "n20": c2.n[0], "n21": c2.n[1],
+           "n0": c1.n[0], "n1": c1.n[1], "m20": c2.m[0], "m21": c2.m[1], "k20": c2.k[0], "k21": c2.k[1],
+           "n20": c2.n[0], "n21": c2.n[1],
            "vr": v1.shape[0], "vc": v1.shape[1]}
     arrays = {k: np.array([v], dtype=np.int64) for k, v in one.items()}
     rules = check_rules(context(spec, plan), arrays)
@@ -218,7 +219,8 @@ def pinned_plan(spec: Spec, spec_path: str | Path, *, candidate: int | None = No
         row = ranking.rows[candidate - 1]
         if row.form_rules:
             raise InputError(f"--candidate: {candidate}: rank {candidate} breaks the {default.form} form "
-                             f"({'; '.join(_form_what(r, row, default) for r in row.form_rules)}), which this plan keeps; "
+                             f"({'; '.join(_form_what(r, row, default) for r in row.form_rules)}), "
+                             "which this plan keeps; "
                              "`opdesign rank --within-form` numbers the rows the form builds: "
                              "`opdesign new --candidate N --within-form`",
                              {"field": "candidate", "form_rules": row.form_rules})

@@ -32,7 +32,8 @@ from opdesign.spec import Spec
 from opdesign.tuning.agreement import average_ranks, kendall, spearman
 from opdesign.tuning.rank import Ranking
 
-__all__ = ["agreement", "average_ranks", "eligible_ranks", "format_sim_text", "kendall", "sim_picks", "sim_rank", "simulate", "spearman"]
+__all__ = ["agreement", "average_ranks", "eligible_ranks", "format_sim_text", "kendall", "sim_picks", "sim_rank",
+           "simulate", "spearman"]
 
 
 def sim_picks(legal: int, k: int) -> list[int]:

@@ -78,7 +78,8 @@ def least_sure_knob(candidates: list[dict[str, Any]], measured: list[dict[str, A
 
 
 def choose_batch(rows: list[dict[str, Any]], measured_keys: set[str], n: int,
-                 measured: list[dict[str, Any]], must: list[dict[str, Any]] | None = None) -> tuple[list[dict], str | None]:
+                 measured: list[dict[str, Any]],
+                 must: list[dict[str, Any]] | None = None) -> tuple[list[dict], str | None]:
     """``n`` unmeasured rows: ``must`` first, then the best-ranked half, then rows that differ from the best
     row only (or least) in the least-sure knob, best-ranked first. Deterministic: reads ``rows`` in rank order."""
     from opdesign.tuning.model.calibration import row_key
@@ -344,7 +345,8 @@ def tune(spec_path: str | Path, *, budget: int = 12, batch: int = 4, jobs: int |
 
 
 def _other_configs(spec: Any, spec_path: Path, plan: Any, runs: list[dict], run_plan: dict[str, Any], quick: bool,
-                   timeout: float, pool: Any, cache: Any, env: dict[str, str], say: Callable[[str], None]) -> list[dict]:
+                   timeout: float, pool: Any, cache: Any, env: dict[str, str],
+                   say: Callable[[str], None]) -> list[dict]:
     """The winner's SIM time on every other performance config (runs beyond the budget, said so)."""
     from opdesign.render.design import render_kernel
     from opdesign.tuning.simcache import sim_key

@@ -38,7 +38,8 @@ def finish(spec: Any, spec_path: Path, plan: Any, out_dir: Path, runs: list[dict
     ok = [r for r in runs if r["result"].get("sim_us") is not None]
     best = min(ok, key=lambda r: (r["result"]["sim_us"], r["rank"])) if ok else None
     default = next((r for r in runs if r["row_key"] == default_key), None)
-    report = {"op_name": spec.op_name, "spec": str(spec_path), "out": str(out_dir), "config": run_plan["config"], "quick": run_plan["quick"],
+    report = {"op_name": spec.op_name, "spec": str(spec_path), "out": str(out_dir), "config": run_plan["config"],
+              "quick": run_plan["quick"],
               "shape": run_plan["shape"], "budget": run_plan["budget"], "batch": run_plan["batch"],
               "runs": len(runs), "sim_runs": sum(1 for r in runs if r["source"] == "sim"),
               "cache_runs": sum(1 for r in runs if r["source"] == "cache"), "elapsed_s": round(elapsed, 1),
@@ -125,8 +126,9 @@ def report_md(report: dict[str, Any]) -> str:
             changed = [f"{k} {_fmt(d['knobs'][k])} -> {_fmt(v)}" for k, v in r["knobs"].items()
                        if d and _fmt(d["knobs"][k]) != _fmt(v)] if d else []
             sim = r["sim_us"] if r["sim_us"] is not None else f"failed: {str(r['sim_error'])[:80]}"
-            lines.append(f"| {r['rank']} | {r['score_cycles']} | {sim} | {r['source']} | "
-                         f"{', '.join(changed) or ('(the default plan)' if d and r['kernel_sha256'] == d['kernel_sha256'] else '-')} |")
+            what = ", ".join(changed) or ("(the default plan)" if d and r["kernel_sha256"] == d["kernel_sha256"]
+                                          else "-")
+            lines.append(f"| {r['rank']} | {r['score_cycles']} | {sim} | {r['source']} | {what} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -153,7 +155,8 @@ def convergence_png(report: dict[str, Any], path: Path) -> str | None:
             acc = y if acc is None else min(acc, y)
         best.append(acc)
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot([x for x, y in zip(xs, ys, strict=True) if y is not None], [y for y in ys if y is not None], "o", label="SIM us per run")
+    ax.plot([x for x, y in zip(xs, ys, strict=True) if y is not None], [y for y in ys if y is not None], "o",
+            label="SIM us per run")
     ax.step(xs, best, where="post", label="best so far")
     d = report["default"]
     if d:

@@ -30,7 +30,8 @@ def test_streams_2_candidate_compiles_simulates_and_verifies(tmp_path):
     assert report.errors == [], report.errors
     (config,) = report.configs
     # the SPEC's quick shape keeps 32 heads (a multiple of every G x S the ranking tries) and halves the lengths
-    assert config.shrunk == "seq_q 256 -> 128, seq_kv 256 -> 128, Q_TILE 128 -> 64, KV_TILE 256 -> 128, OUT_ROWS 128 -> 64"
+    assert config.shrunk == ("seq_q 256 -> 128, seq_kv 256 -> 128, Q_TILE 128 -> 64, KV_TILE 256 -> 128, "
+                             "OUT_ROWS 128 -> 64")
     assert config.shape["num_heads"] == 32
     assert config.compiled and config.sim_us > 0
     assert config.verify.status == "PASS" and config.verify.max_abs_diff <= 0.05, config

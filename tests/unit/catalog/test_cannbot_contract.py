@@ -164,7 +164,8 @@ def test_the_checker_fails_on_broken_wiring_and_numbered_headings() -> None:
     bad["modules"][0]["inputs"][0] = {"name": "o", "source": "module_1"}
     bad["modules"][0]["outputs"][0]["shape"] = "[B ** 2, T]"
     bad["final_outputs"][0]["source"] = "module_2"
-    assert interface_failures(bad) == ["rule 5: module 1 output o dim 'B ** 2'", "rule 2: module 1 input o from module_1",
+    assert interface_failures(bad) == ["rule 5: module 1 output o dim 'B ** 2'",
+                                       "rule 2: module 1 input o from module_1",
                                        "rule 3: final output o from module_2"]
     front = "---\nschema_version: 1\nop_name: x\ndynamic_axes: [B]\n---\n"
     chapters = "".join(f"## {h}\n\n" for h in REQUIRED_HEADINGS)

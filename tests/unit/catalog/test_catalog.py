@@ -34,7 +34,8 @@ CONSTRAINT_RANGES = {"TILE": 8, "LOOP": 6, "SYM": 7, "DATA": 4, "API": 6}
 KIB = 1024
 # domain.md section 1 (CANNBot device facts; Ascend C alignment table; PTO cost model).
 # a2: PyPTO 0.2.0 lib/configs/A2A3.ini (Ascend910B1); a3: hicann/pypto 910PR_9363.ini (Ascend910C4); a5:
-# hicann/pypto 950PR_958x.ini (Ascend950PR_9589, ub_size 253952); tests/unit/catalog/test_devices_platform.py pins them to the files
+# hicann/pypto 950PR_958x.ini (Ascend950PR_9589, ub_size 253952); tests/unit/catalog/test_devices_platform.py
+# pins them to the files
 DEVICES = {
     "a2": dict(aic_cores=24, aiv_per_aic=2, ub_bytes=192 * KIB, l1_bytes=512 * KIB,
                l0a_bytes=64 * KIB, l0b_bytes=64 * KIB, l0c_bytes=128 * KIB),
@@ -181,8 +182,9 @@ def test_malformed_constraint_and_device_name_file(data_copy: tuple[Path, Path])
 
 def test_device_figure_without_source_is_rejected(data_copy: tuple[Path, Path]) -> None:
     patterns, constraints = data_copy
-    _edit(constraints / "devices.yaml", "      l0c_bytes: \"hicann/pypto framework/src/platform/parser/simulation_platform/"
-                                        "platform_config/950PR_958x.ini", "      x: \"")
+    _edit(constraints / "devices.yaml",
+          "      l0c_bytes: \"hicann/pypto framework/src/platform/parser/simulation_platform/"
+          "platform_config/950PR_958x.ini", "      x: \"")
     with pytest.raises(CatalogError) as info:
         load_catalog_from(patterns, constraints)
     message = info.value.message

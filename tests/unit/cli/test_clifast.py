@@ -64,7 +64,8 @@ def _golden_lines(tmp_path: Path) -> list[list[str]]:
     return lines + [
         ["-q", "golden", str(odd), "--json"], ["golden", str(odd)], ["golden", str(two)],
         ["golden", str(two), "--function", "b_golden"], ["golden", "--function", "nope", GOLDEN],
-        ["golden", str(tmp_path / "absent.py")], ["golden", str(tmp_path)], ["golden", str(EXAMPLES / "dense_fa_8192.yaml")],
+        ["golden", str(tmp_path / "absent.py")], ["golden", str(tmp_path)],
+        ["golden", str(EXAMPLES / "dense_fa_8192.yaml")],
     ]
 
 
@@ -97,9 +98,12 @@ def test_fast_path_prints_what_the_typer_tree_prints(capsys, monkeypatch, tmp_pa
     [], ["golden"], ["validate"], ["golden", "--help"], ["validate", "-h"], ["--version", "golden", GOLDEN],
     ["golden", GOLDEN, "extra.py"], ["golden", f"--function={GOLDEN}"], ["golden", GOLDEN, "--function"],
     ["golden", GOLDEN, "--function", "a", "--function", "b"], ["golden", GOLDEN, "--state-groups", "-1"],
-    ["golden", GOLDEN, "--state-groups", "07"], ["golden", GOLDEN, "--state-groups", "+3"], ["golden", GOLDEN, "--bogus"],
-    ["golden", "--", GOLDEN], ["golden", ""], ["validate", "x", "--format"], ["validate", "x", "--format", "--json"],
-    ["validate", "x", "--json"], ["-v", "validate", "x"], ["rules"], ["cards", "list"], ["new", "--spec", "s.yaml", "--candidate", "2"],
+    ["golden", GOLDEN, "--state-groups", "07"], ["golden", GOLDEN, "--state-groups", "+3"],
+    ["golden", GOLDEN, "--bogus"],
+    ["golden", "--", GOLDEN], ["golden", ""], ["validate", "x", "--format"],
+    ["validate", "x", "--format", "--json"],
+    ["validate", "x", "--json"], ["-v", "validate", "x"], ["rules"], ["cards", "list"],
+    ["new", "--spec", "s.yaml", "--candidate", "2"],
 ])
 def test_anything_but_a_plain_line_goes_to_typer(args) -> None:
     assert clifast.fast_command(args) is None

@@ -211,8 +211,10 @@ def test_a_pep263_coding_line_is_read_as_python_reads_it(tmp_path: Path) -> None
     latin = tmp_path / "latin.py"
     latin.write_bytes(b"# -*- coding: latin-1 -*-\n" + body + b"# caf\xe9\n")
     assert estimate_golden(latin) == estimate_golden(GOLDENS / "dense_forward_golden.py")
-    for name, head, message in [("bogus.py", b"# coding: bogus\n", "encoding declaration: unknown encoding: bogus"),
-                                ("bom.py", b"\xef\xbb\xbf# coding: latin-1\n", "encoding declaration: encoding problem")]:
+    for name, head, message in [("bogus.py", b"# coding: bogus\n",
+                                 "encoding declaration: unknown encoding: bogus"),
+                                ("bom.py", b"\xef\xbb\xbf# coding: latin-1\n",
+                                 "encoding declaration: encoding problem")]:
         (tmp_path / name).write_bytes(head + body)
         with pytest.raises(InputError, match=message):
             estimate_golden(tmp_path / name)
@@ -388,7 +390,8 @@ def test_cli_json_and_text() -> None:
     assert "module_count: 1 (SK-16; the decision)" in text.stdout
     # issue 30 item 8: three module counts, one decision: the other two say they are inputs
     assert "-> design-parameter count 2, path L1 (an input, not the decision)" in text.stdout
-    assert [ln for ln in text.stdout.splitlines() if ln.startswith("module_count:")] == ["module_count: 1 (SK-16; the decision)"]
+    assert [ln for ln in text.stdout.splitlines()
+            if ln.startswith("module_count:")] == ["module_count: 1 (SK-16; the decision)"]
     assert "reason: Backward attention with forward statistics inputs (m, l)" in text.stdout
 
 

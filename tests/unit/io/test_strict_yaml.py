@@ -97,12 +97,14 @@ def test_loose_spec_scalars_are_refused() -> None:
 
 # --- validate inputs: a finding at the line ---
 
-DESIGN = "---\nschema_version: 1\nop_name: my_op\n{extra}dynamic_axes:\n- {{name: seq_kv, range: [1, 8192]}}\n---\n# my_op\n"
+DESIGN = ("---\nschema_version: 1\nop_name: my_op\n{extra}dynamic_axes:\n"
+          "- {{name: seq_kv, range: [1, 8192]}}\n---\n# my_op\n")
 
 
 @pytest.mark.parametrize("extra,line,message", [
     ("op_name: other\n", 4, "front matter: duplicate key 'op_name' (first at line 3)"),
-    ("opdesign:\n  q_tile: 64\n  kv_tile: 64\n  q_tile: 128\n", 7, "front matter: duplicate key 'q_tile' (first at line 5)"),
+    ("opdesign:\n  q_tile: 64\n  kv_tile: 64\n  q_tile: 128\n", 7,
+     "front matter: duplicate key 'q_tile' (first at line 5)"),
     ("opdesign:\n  seq_q: 16:40\n", 5, "front matter: '16:40' is a YAML 1.1 base-60 number (read as 1000)"),
 ])
 def test_front_matter_and_block_problems_are_findings_at_their_line(extra: str, line: int, message: str) -> None:

@@ -35,7 +35,8 @@ def test_tnd_with_paged_kv_keeps_kv_act_seqs_as_per_batch_lengths():
 
 
 def test_non_tnd_varlen_lengths_are_not_cumulative():
-    axes = [{"name": "seq_q", "range": [1, 4096], "uniform": False}, {"name": "seq_kv", "range": [1, 4096], "uniform": False}]
+    axes = [{"name": "seq_q", "range": [1, 4096], "uniform": False},
+            {"name": "seq_kv", "range": [1, 4096], "uniform": False}]
     spec = _spec(layout="BSND", dynamic_axes=axes)
     assert batch_lengths(spec) == {"seq_q": "actual_seq_q", "seq_kv": "actual_seq_kv"}
     assert cumulative_lengths(spec) == ()

@@ -77,7 +77,8 @@ def test_a_512k_plan_prints_the_expansion_it_breaks(tmp_path):
     report = validate_text(files["DESIGN.md"], interfaces_text=files["eval/module_interfaces.yaml"])
     found = [f for f in report.findings if f.rule == verdict.rule]
     assert [(f.level, f.message) for f in found] == [
-        ("warning", f"stated expansion {body} over the whole traced body exceeds the limit 18000 ({body / 18000:.1f}x)")]
+        ("warning", f"stated expansion {body} over the whole traced body exceeds the limit 18000 "
+                    f"({body / 18000:.1f}x)")]
     assert found[0].message in verdict.problems  # same function, same words
     # the other rows still pass, and the validator agrees
     assert {k for k, v in plan.design_checks.items() if not v.passed} == {"C-TILE-04"}

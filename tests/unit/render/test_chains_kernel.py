@@ -52,7 +52,8 @@ def test_streams_2_kernel_runs_two_chains_per_head_step():
     assert body.count("pypto.matmul(") == 2 and "m_run[c] = m_new" in body and "o_run[c] = pypto.add(" in body
     # one output write per chain, at its head
     store = [f for f in heads.body[0].body if isinstance(f, ast.For) and ast.unparse(f.iter) == "range(CHAINS)"]
-    assert len(store) == 1 and "pypto.assemble(o_4d, [b, h, q_off + r * OUT_ROWS, 0], attn_out)" in ast.unparse(store[0])
+    assert len(store) == 1
+    assert "pypto.assemble(o_4d, [b, h, q_off + r * OUT_ROWS, 0], attn_out)" in ast.unparse(store[0])
 
 
 def test_chains_are_head_group_times_streams_and_one_kernel_per_product():

@@ -46,7 +46,8 @@ def test_a_row_with_no_visible_column_is_guarded_everywhere():
 def test_fp8_design_says_fp8_for_v_and_p_and_multiplies_the_inverse_scale():
     plan = estimate(load_spec(EXAMPLES / "paged_fp8_decode.yaml"))
     design = render_design(plan)
-    assert "| v_cache | input | [num_blocks, block_size, num_kv_heads, head_dim] | float8_e4m3 (stored as int8" in design
+    assert ("| v_cache | input | [num_blocks, block_size, num_kv_heads, head_dim] | float8_e4m3 (stored as int8"
+            in design)
     assert "Q, K and the output in bf16, V in FP8 E4M3" in design
     assert "P -> bf16" not in design and "P -> FP8E4M3 (V1q)" in design
     assert "per-channel" not in design and "channel scale" not in design
@@ -70,7 +71,8 @@ def test_sparse_design_lists_each_input_once_and_recommends_the_tiles_it_sets():
     assert "pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])" in render_design(plan)
     # the validator catches the old duplicate listing
     good = render_interfaces(plan)
-    dup = good.replace("- name: kv_act_seqs\n", "- name: topk_indices\n  shape: [batch, seq_q, topk]\n  dtype: int32\n- name: kv_act_seqs\n", 1)
+    dup = good.replace("- name: kv_act_seqs\n",
+                       "- name: topk_indices\n  shape: [batch, seq_q, topk]\n  dtype: int32\n- name: kv_act_seqs\n", 1)
     design = render_design(plan)
     assert not [f for f in validate_text(design, interfaces_text=good).findings if f.rule == "OD-IF-12"]
     assert [f.rule for f in validate_text(design, interfaces_text=dup).findings if f.rule == "OD-IF-12"] == ["OD-IF-12"]

@@ -20,7 +20,8 @@ from opdesign.spec import load_spec
 # causal_gqa_tail's own configs take a minute on the CPU: three small ones that keep Q and KV tails
 SMALL_SK01_CONFIGS = [
     {"name": "func_s200_tail", "type": "functional", "priority": "P0", "shape": {"seq_q": 200, "seq_kv": 200}},
-    {"name": "func_s100_kv300", "type": "functional", "priority": "P1", "shape": {"seq_q": 100, "seq_kv": 300}, "seed": 3},
+    {"name": "func_s100_kv300", "type": "functional", "priority": "P1", "shape": {"seq_q": 100, "seq_kv": 300},
+     "seed": 3},
     {"name": "perf_s384", "type": "performance", "priority": "P1",
      "shape": {"batch": 1, "num_heads": 4, "num_kv_heads": 1, "seq_q": 384, "seq_kv": 384}, "seed": 7},
 ]

@@ -51,7 +51,8 @@ def test_example_plans_sk02_single_pass():
     assert plan.work_per_root_macs == 8 * 2048 * 512
     # one cube tile for C1 and C2, one vector tile: set once outside the loops (SK-02-R5)
     assert plan.cube_tiles["C1"].m == (16, 16) and plan.cube_tiles["C1"].k == plan.cube_tiles["C1"].n == (128, 128)
-    assert plan.cube_tiles["C1"].model_dump(exclude={"stage", "reason"}) == plan.cube_tiles["C2"].model_dump(exclude={"stage", "reason"})
+    assert (plan.cube_tiles["C1"].model_dump(exclude={"stage", "reason"})
+            == plan.cube_tiles["C2"].model_dump(exclude={"stage", "reason"}))
     assert plan.vec_tiles["V1"].shape == plan.vec_tiles["V2"].shape == (8, 128)
     assert plan.vec_tiles["V1"].view == (8, 2048) and plan.vec_tiles["V2"].view == (8, 512)
     # card configuration: vec_nbuffer {-1: 4} and stitch 128 required, sg_set_scope 2, kv_act_seqs on the host
@@ -208,10 +209,12 @@ def test_new_validate_and_scaffold_self_check(tmp_path):
 BROKEN = {  # name: (original line, broken line, configs that must FAIL)
     # gather ignoring the indices: the first rows of the cache instead of the picked ones (a config whose
     # indices pick every visible position, seq_kv < topk, cannot tell the difference)
-    "gather_ignores_indices": ("    return cache[np.maximum(idx, 0)]", "    return cache[np.arange(idx.shape[0]) % cache.shape[0]]",
+    "gather_ignores_indices": ("    return cache[np.maximum(idx, 0)]",
+                               "    return cache[np.arange(idx.shape[0]) % cache.shape[0]]",
                                {"func_decode_mtp4", "perf_decode_b8"}),
     # no cur_seq == 0 skip: the empty row's softmax divides 0 by 0 (only configs with such tokens)
-    "empty_rows_not_skipped": ("            if cur_seq == 0:", "            if False:", {"func_decode_mtp4", "func_gqa_short_kv"}),
+    "empty_rows_not_skipped": ("            if cur_seq == 0:", "            if False:",
+                               {"func_decode_mtp4", "func_gqa_short_kv"}),
     # -1 / padding slots read as keys: valid_shape ignored
     "padding_slots_counted": ("                    ok = cols < cur_seq", "                    ok = cols < S2_TILE",
                               {"func_decode_mtp4", "func_gqa_short_kv", "perf_decode_b8"}),
@@ -248,7 +251,8 @@ def _design() -> tuple[str, str]:
      "                        mi = pypto.full([Q_TILE, 1], -3.4e38, pypto.DT_FP32)\n"
      "                        pypto.set_pass_options(sg_set_scope=2)\n",
      "mi = pypto.full("),
-    ("                for kv_h in range(NUM_KV_HEADS):", "                for kv_h, _f in pypto.loop_unroll(NUM_KV_HEADS, unroll_list=[1]):",
+    ("                for kv_h in range(NUM_KV_HEADS):",
+     "                for kv_h, _f in pypto.loop_unroll(NUM_KV_HEADS, unroll_list=[1]):",
      "pypto.loop_unroll(NUM_KV_HEADS"),
     ("            if cur_seq > 0:", "            if pypto.is_loop_begin(s_idx):", "is_loop_begin(s_idx)"),
 ])

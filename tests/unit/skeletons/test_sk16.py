@@ -236,7 +236,8 @@ def test_variant_scaffolds_pass(tmp_path, changes):
 def test_sk16_rules_skip_sk01_designs(tmp_path):
     out = tmp_path / "fwd"
     assert run_cli("new", "--spec", str(EXAMPLES / "causal_gqa_tail.yaml"), "--out", str(out)).returncode == 0
-    text = (out / "DESIGN.md").read_text().replace('for b_idx in pypto.loop(batch, name="batch")', "for b_idx in pypto.loop(batch)")
+    text = (out / "DESIGN.md").read_text().replace('for b_idx in pypto.loop(batch, name="batch")',
+                                                   "for b_idx in pypto.loop(batch)")
     report = validate_text(text, "DESIGN.md", (out / "eval" / "module_interfaces.yaml").read_text())
     assert not [f for f in report.findings if f.rule.startswith("SK-16")]
 

@@ -109,7 +109,8 @@ def test_other_planned_masks_render_and_validate(tmp_path, mask, extra):
     assert run_cli("validate", str(out)).returncode == 0
     res = subprocess.run([sys.executable, str(out / "causal_gqa_tnd_scaffold.py"), "--quick"],
                          capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and res.stdout.splitlines()[-1] == "self-check: 1 of 1 configs within tolerance", res.stdout
+    assert (res.returncode == 0
+            and res.stdout.splitlines()[-1] == "self-check: 1 of 1 configs within tolerance"), res.stdout
 
 
 @pytest.mark.pypto

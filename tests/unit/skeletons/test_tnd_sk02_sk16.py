@@ -69,7 +69,8 @@ def test_sk16_plans_tnd_with_packed_gradients_and_stats():
     entry = next(e for e in plan.config_entries if e.key == "runtime_options.ready_on_host_tensors")
     assert entry.status == "required" and "SK-16-R10" in entry.source
     bounds = {row.name: row.bound for row in plan.loops}
-    assert bounds["q_idx (pass 1)"] == "ceildiv(q_len, Q_TILE)" and bounds["kv_idx (pass 2)"] == "ceildiv(kv_len, KV_TILE)"
+    assert (bounds["q_idx (pass 1)"] == "ceildiv(q_len, Q_TILE)"
+            and bounds["kv_idx (pass 2)"] == "ceildiv(kv_len, KV_TILE)")
 
 
 @pytest.mark.parametrize("layout", ["BNSD", "BSND"])

@@ -81,7 +81,8 @@ def test_mask_tensor_takes_the_fa_score_candidates(tmp_path):
 
 @pytest.mark.parametrize("spec,old,new", [
     # block_size 64 puts two pages in a 128-row KV tile, so a tile can hold an unused (-1) entry
-    ("paged_fp8_decode", "block_id = max(int(table_row[logical]), 0)", "block_id = int(table_row[logical])"),  # no clamp
+    # no clamp
+    ("paged_fp8_decode", "block_id = max(int(table_row[logical]), 0)", "block_id = int(table_row[logical])"),
     ("paged_fp8_decode", "oij = (pij_c @ vj) / p_scale\n", "oij = (pij_c @ vj) * p_scale\n"),  # FP8 scale inverted
     ("sliding_window_512", "ok &= kv_cols[None, :] > diag - WINDOW", "ok &= kv_cols[None, :] > diag - 2 * WINDOW"),
 ])
@@ -216,7 +217,8 @@ def test_varlen_paged_decode_balances_tasks_by_kv_length(tmp_path):
     # the design prints the schedule PyPTO's dynamic placement gives (issue 31), not the static split:
     # 256 roots on 24 AIC = 11 waves, 9440 steps at the modelled lengths, the longest chain 64 KV tiles
     sched = plan.schedule
-    assert (sched.waves, sched.tail_roots, sched.steps, sched.longest_chain, sched.step_rounds) == (11, 16, 9440, 64, 394)
+    assert ((sched.waves, sched.tail_roots, sched.steps, sched.longest_chain, sched.step_rounds)
+            == (11, 16, 9440, 64, 394))
     design = (_new(tmp_path, VARLEN_DECODE, "varlen_paged_decode").parent / "DESIGN.md").read_text(encoding="utf-8")
     assert "| core_waves | 11 |" in design and "| longest_chain | 64 |" in design
     assert "| cores | q blocks each |" not in design and "core_imbalance" not in design
@@ -265,7 +267,8 @@ def test_long_context_plan_builds_and_validates(tmp_path):
                       shape={"batch": 64, "num_heads": 64, "num_kv_heads": 8, "seq_q": 131072, "seq_kv": 131072},
                       dynamic_axes=[{"name": "seq_q", "range": [1, 131072]}, {"name": "seq_kv", "range": [1, 131072]}],
                       typical_configs=[{"name": "c1", "type": "functional", "priority": "P0",
-                                        "shape": {"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 300, "seq_kv": 300}}])
+                                        "shape": {"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 300,
+                                                  "seq_kv": 300}}])
     plan = estimate(load_spec(path))
     assert plan.q_tile == 64 and plan.kv_tile == 128
     assert plan.root_count == 64 * 64 * 2048 and plan.task_count == 64 * 64 * sum(-(-i // 2) for i in range(1, 2049))

@@ -43,8 +43,10 @@ BAD = [
     (("shape", "colour"), 1, "shape.colour: unknown key"),
     (("shape", ":"), 1, 'shape[":"]: unknown key'),  # a key that is not a name is quoted, not run into the path
     (("shape", ""), 1, 'shape[""]: unknown key'),
-    (("typical_configs", 0, "shape"), {"head_dim": 40}, "typical_configs.0.shape.head_dim: head_dim 40 is not a multiple of 16"),
-    (("typical_configs", 0, "shape"), {"seq_q": 5000}, "typical_configs.0.shape.seq_q: 5000 is outside dynamic_axes.0.range [1, 4096]"),
+    (("typical_configs", 0, "shape"), {"head_dim": 40},
+     "typical_configs.0.shape.head_dim: head_dim 40 is not a multiple of 16"),
+    (("typical_configs", 0, "shape"), {"seq_q": 5000},
+     "typical_configs.0.shape.seq_q: 5000 is outside dynamic_axes.0.range [1, 4096]"),
     (("shape", "seq_kv"), 8000, "shape.seq_kv: 8000 is outside dynamic_axes.1.range [1, 4096]"),
     (("dynamic_axes",), [{"name": "batch", "range": [1, 8], "uniform": False}],
      "dynamic_axes.0.uniform: uniform: false (varlen per batch) applies to seq_q / seq_kv, not batch"),
@@ -158,7 +160,8 @@ def test_fp8_on_a2_a3_is_refused_naming_quant_and_device(tmp_path, device):
     with pytest.raises(SpecError, match=rf"quant: quant 'fp8' needs FP8 E4M3 matmul, which device '{device}'"):
         load_spec(path)
     res = run_cli("new", "--spec", str(path), "--out", str(tmp_path / "out"))
-    assert res.returncode == 2 and "quant" in res.stderr and f"'{device}'" in res.stderr and "use device a5" in res.stderr
+    assert (res.returncode == 2 and "quant" in res.stderr and f"'{device}'" in res.stderr
+            and "use device a5" in res.stderr)
     assert not (tmp_path / "out").exists()
     data["quant"] = "none"
     path.write_text(yaml.safe_dump(data))

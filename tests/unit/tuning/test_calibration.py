@@ -1,4 +1,5 @@
-"""CostParams calibration: the grid fit recovers parameters from times they generated; the loader's default (issue 11 item 3)."""
+"""CostParams calibration: the grid fit recovers parameters from times they generated; the loader's default
+(issue 11 item 3)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def test_fit_recovers_the_parameters_that_made_the_times():
     fit = fit_params([(spec, plan, rows)], _scores, measured)
     assert fit["spearman"] == 1.0 and fit["default_spearman"] < 0.999
     assert fit["params"].load_head_cycles == 1405.4 and fit["params"].store_head_cycles is None
-    assert len(fit["table"]) == 1 + 7 * 6 * 3 - 1  # the default, then the grid (overhead x step x depth 2..4) without it
-    assert _scores(spec, plan, fit["params"]) and fit["params"].stream_switch_cycles == CostParams().stream_switch_cycles
+    # the default, then the grid (overhead x step x depth 2..4) without it
+    assert len(fit["table"]) == 1 + 7 * 6 * 3 - 1
+    assert (_scores(spec, plan, fit["params"])
+            and fit["params"].stream_switch_cycles == CostParams().stream_switch_cycles)
 
 
 def test_without_a_calibration_file_the_raw_parameters_rank():

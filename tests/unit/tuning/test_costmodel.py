@@ -272,10 +272,12 @@ def test_dense_plan_tiles_with_pinned_stage_cycles_and_the_rectangular_pv_tile_a
     assert chosen.stages == {"C1": 724141, "V1": 1119488, "C2": 231196, "V2": 149888, "sched": 3700}
     # one chain of 8 KV steps bounds it: fill + 7 x max(C1 + C2, V1 + V2, fill / 3)
     fill = 724141 + 1119488 + 231196 + 149888
-    assert (chosen.score_cycles, chosen.bottleneck, chosen.tasks_per_core, chosen.task_count) == (11202921, "fill", 8, 128)
+    assert ((chosen.score_cycles, chosen.bottleneck, chosen.tasks_per_core, chosen.task_count)
+            == (11202921, "fill", 8, 128))
     # plus the busiest core's one root epilogue and the dispatch of 16 bodies
     assert chosen.score_cycles - chosen.epilogue_cycles - 16 * 1850 == fill + 7 * (1119488 + 149888)
-    # V1 per tile at [16, 128] FP32: TMULS 52 + TROWMAX 176 + TROWEXPAND 275 + TSUB 83 + TEXP 94 + TROWSUM 190 + TCVT 78,
+    # V1 per tile at [16, 128] FP32: TMULS 52 + TROWMAX 176 + TROWEXPAND 275 + TSUB 83 + TEXP 94 + TROWSUM 190
+    # + TCVT 78,
     # plus the row max and sum over 8 column tiles: 2 x 7 merges of each of the 128 row tiles, a TSUB (83) each
     assert chosen.stages["V1"] == 1024 * 948 + 2 * 7 * 128 * 83
 
@@ -371,9 +373,11 @@ def test_vec_shapes_follow_the_area_rule() -> None:
 
 def test_non_sk01_plans_are_refused() -> None:
     spec = load_spec(EXAMPLES / "sk16_backward_lm.yaml")
-    with pytest.raises(InputError, match="ranking covers SK-01 only; sk16_backward_lm is a valid SPEC planned with SK-16") as err:
+    with pytest.raises(InputError,
+                       match="ranking covers SK-01 only; sk16_backward_lm is a valid SPEC planned with SK-16") as err:
         rank_spec(spec, estimate(spec))
-    assert err.value.code == "invalid_input" and err.value.details == {"field": "spec", "skeleton": "SK-16", "ranked": ["SK-01"]}
+    assert err.value.code == "invalid_input"
+    assert err.value.details == {"field": "spec", "skeleton": "SK-16", "ranked": ["SK-01"]}
 
 
 def test_every_model_figure_is_documented() -> None:
@@ -416,7 +420,8 @@ def test_cli_rank_text_shows_the_plan_rank() -> None:
     bad = run_cli("rank", "--spec", str(EXAMPLES / "sk16_backward_lm.yaml"))
     assert bad.returncode == 2 and bad.stderr.startswith("error: invalid_input: rank: ranking covers SK-01 only")
     sk02 = run_cli("rank", "--spec", str(EXAMPLES / "sparse_topk_2048.yaml"))
-    assert sk02.returncode == 2 and "covers SK-01 only; sparse_topk_2048 is a valid SPEC planned with SK-02" in sk02.stderr
+    assert (sk02.returncode == 2
+            and "covers SK-01 only; sparse_topk_2048 is a valid SPEC planned with SK-02" in sk02.stderr)
     assert "spec_invalid" not in sk02.stderr and sk02.stdout == ""
 
 

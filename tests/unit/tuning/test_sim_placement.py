@@ -35,7 +35,8 @@ def test_v1_on_aic_predicts_where_sim_ran_the_softmax():
 
 
 def _measure():
-    spec = importlib.util.spec_from_file_location("measure_sim_transfers", REPO / "scripts" / "measure_sim_transfers.py")
+    spec = importlib.util.spec_from_file_location("measure_sim_transfers",
+                                                  REPO / "scripts" / "measure_sim_transfers.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -82,7 +83,8 @@ def test_units_split_over_the_profile_cores_sim_has():
 
     def row(params):
         ranking = rank_candidates(spec, plan, params=params)
-        return next(r for r in ranking.rows if (r.q_tile, r.kv_tile, r.qk_tile, r.vec_tile) == (64, 2048, [64, 256], (16, 256)))
+        return next(r for r in ranking.rows
+                    if (r.q_tile, r.kv_tile, r.qk_tile, r.vec_tile) == (64, 2048, [64, 256], (16, 256)))
 
     raw, calibrated = row(CostParams()), row(load_params())
     assert (raw.task_count, raw.cores_busy, raw.tasks_per_core) == (64, 24, 3)   # 3, 3, 2 ... on 24

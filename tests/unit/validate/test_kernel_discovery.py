@@ -59,7 +59,8 @@ def test_a_factory_nested_kernel_gets_the_findings_of_the_same_body_at_module_le
 
 
 @pytest.mark.parametrize("text,kinds", [
-    ("import pypto\n\n\nclass Ops:\n    @pypto.frontend.jit()\n    def run(self, x, out):\n        out[:] = pypto.exp(x)\n",
+    ("import pypto\n\n\nclass Ops:\n    @pypto.frontend.jit()\n"
+     "    def run(self, x, out):\n        out[:] = pypto.exp(x)\n",
      ["FunctionDef"]),
     ("import pypto\nfrom pypto.frontend import jit as pjit\n\n\ndef outer():\n    def inner():\n"
      "        @pjit()\n        def k(x, out):\n            out[:] = pypto.exp(x)\n        return k\n    return inner\n",

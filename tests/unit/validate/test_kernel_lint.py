@@ -137,7 +137,8 @@ def test_a_kernel_is_read_in_the_encoding_its_coding_line_declares(generated, tm
 def test_a_kernel_is_not_read_as_markdown() -> None:
     """The former behaviour: a .py given to validate was a DESIGN.md (chapters missing, a placeholder hit
     from an f-string). Now only code rules run, on the file's own lines."""
-    text = 'import pypto\n\nNAME = f"{1}<TODO>"\n\n\n@pypto.frontend.jit()\ndef k(q, out):\n    x = min(q.shape[0], 4)\n'
+    text = ('import pypto\n\nNAME = f"{1}<TODO>"\n\n\n@pypto.frontend.jit()\n'
+            'def k(q, out):\n    x = min(q.shape[0], 4)\n')
     report = validate_kernel_text(text, "k.py")
     # not attention (no C1 -> V1 -> C2 chain): no combine_axis warning (issue 33)
     assert [(f.rule, f.level, f.line) for f in report.findings] == [("OD-KN-04", "error", 8)]
@@ -175,7 +176,8 @@ MUTATIONS: list[tuple] = [
      "                    dv_blk", "                    dv_blk", "OD-KN-02"),
     ("gen:sparse_topk_2048", "                        pypto.set_cube_tile_shapes([16, 16], [128, 128], [128, 128])\n"
      "                        oij", "                        oij", "OD-KN-02"),
-    ("gen:sparse_topk_2048", "                        pypto.set_vec_tile_shapes(8, 128)\n                        oij = pypto.div",
+    ("gen:sparse_topk_2048",
+     "                        pypto.set_vec_tile_shapes(8, 128)\n                        oij = pypto.div",
      "                        oij = pypto.div", "OD-KN-02"),
     # FP32 loop-carried state
     ("corpus:fwd_dense_bnsd_kernel", 'o_i = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32, "o_i")',
@@ -201,7 +203,8 @@ MUTATIONS: list[tuple] = [
      "kv_valid = min(kv_len - kj * KV_TILE, KV_TILE)", "OD-KN-04"),
     ("corpus:fwd_local_window_kernel", "kv_begin = (qi - WINDOW_TILES + 1).max(0)",
      "kv_begin = max(qi - WINDOW_TILES + 1, 0)", "OD-KN-04"),
-    ("gen:causal_gqa_tail", "q_valid = (q_len - q_off).min(Q_TILE)", "q_valid = min(Q_TILE, q_len - q_off)", "OD-KN-04"),
+    ("gen:causal_gqa_tail", "q_valid = (q_len - q_off).min(Q_TILE)", "q_valid = min(Q_TILE, q_len - q_off)",
+     "OD-KN-04"),
     ("gen:paged_fp8_decode", "page = block_table[b, col].max(0)", "page = max(block_table[b, col], 0)", "OD-KN-04"),
     # Python range over symbolic bounds
     ("corpus:fwd_dense_bnsd_kernel", 'for kj in pypto.loop((seq_kv + KV_TILE - 1) // KV_TILE, name="LOOP_kv"):',
@@ -211,14 +214,15 @@ MUTATIONS: list[tuple] = [
     ("gen:sliding_window_512", 'for qi in pypto.loop((q_len + Q_TILE - 1) // Q_TILE, name="LOOP_q"):',
      "for qi in range((q_len + Q_TILE - 1) // Q_TILE):", "C-SYM-06"),
     # view shapes are int lists
-    ("corpus:fwd_dense_bnsd_kernel", "k_t = pypto.view(k2, [KV_TILE, HEAD_DIM]", "k_t = pypto.view(k2, [kv_valid, HEAD_DIM]",
-     "C-SYM-07"),
-    ("gen:paged_fp8_decode", "k_t = pypto.view(k_buf, [KV_TILE, HEAD_DIM]", "k_t = pypto.view(k_buf, [kv_valid, HEAD_DIM]",
-     "C-SYM-07"),
+    ("corpus:fwd_dense_bnsd_kernel", "k_t = pypto.view(k2, [KV_TILE, HEAD_DIM]",
+     "k_t = pypto.view(k2, [kv_valid, HEAD_DIM]", "C-SYM-07"),
+    ("gen:paged_fp8_decode", "k_t = pypto.view(k_buf, [KV_TILE, HEAD_DIM]",
+     "k_t = pypto.view(k_buf, [kv_valid, HEAD_DIM]", "C-SYM-07"),
     # unknown keywords of pypto calls (the manifest)
-    ("corpus:fwd_varlen_unroll_kernel", 'name="LOOP_kv", unroll_list=[2]', 'name="LOOP_kv", unroll_List=[2]', "OD-PC-05"),
-    ("corpus:fwd_causal_bsnd_kernel", "m_blk = pypto.amax(s, -1, keepdim=True)", "m_blk = pypto.amax(s, -1, keep_dim=True)",
+    ("corpus:fwd_varlen_unroll_kernel", 'name="LOOP_kv", unroll_list=[2]', 'name="LOOP_kv", unroll_List=[2]',
      "OD-PC-05"),
+    ("corpus:fwd_causal_bsnd_kernel", "m_blk = pypto.amax(s, -1, keepdim=True)",
+     "m_blk = pypto.amax(s, -1, keep_dim=True)", "OD-PC-05"),
     ("gen:dense_fa_8192", "s = pypto.matmul(q_t, k_t, pypto.DT_FP32, b_trans=True)",
      "s = pypto.matmul(q_t, k_t, pypto.DT_FP32, transpose_b=True)", "OD-PC-05"),
     # one unroll factor (C-LOOP-05, a warning)
@@ -231,18 +235,20 @@ MUTATIONS: list[tuple] = [
      "    pypto.experimental.set_operation_options(combine_axis=True)", "OD-PC-04", "combine_axis=True"),
     ("gen:sk16_backward_lm", "    pypto.experimental.set_operation_options(combine_axis=True)\n", "", "OD-PC-04"),
     # scopes are closed
-    ("corpus:fwd_dense_bnsd_kernel", "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
+    ("corpus:fwd_dense_bnsd_kernel",
+     "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
      "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=3)", "OD-PC-03",
      "sg_set_scope=3"),
-    ("gen:causal_gqa_fai", "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
+    ("gen:causal_gqa_fai",
+     "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=-1)",
      "p_c = pypto.cast(p, pypto.DT_BF16)\n                    pypto.set_pass_options(sg_set_scope=4)", "OD-PC-03",
      "sg_set_scope=4"),
     # online softmax: the new tile is rescaled against the new max too (AT-01-R3, issue 33)
     ("gen:dense_fa_8192", "pypto.mul(l_blk, beta))", "l_blk)", "AT-01-R3"),
     ("gen:causal_gqa_tail", "pypto.mul(o_blk, beta))", "o_blk)", "AT-01-R3"),
     # view / assemble offsets have the tensor's rank (signature annotations, reshape shapes)
-    ("corpus:fwd_dense_bnsd_kernel", "pypto.assemble(o_4d, [b, h, q_off, 0], out)", "pypto.assemble(o_4d, [b, h, q_off], out)",
-     "OD-PC-05"),
+    ("corpus:fwd_dense_bnsd_kernel", "pypto.assemble(o_4d, [b, h, q_off, 0], out)",
+     "pypto.assemble(o_4d, [b, h, q_off], out)", "OD-PC-05"),
     ("gen:causal_gqa_tail", "q_t = pypto.view(q_2d, [Q_TILE, HEAD_DIM], [b * seq_q + q_off, h * HEAD_DIM]",
      "q_t = pypto.view(q_2d, [Q_TILE, HEAD_DIM], [b, q_off, h, 0]", "OD-PC-05"),
     # views / assembles use the batch and head index
@@ -257,8 +263,8 @@ MUTATIONS: list[tuple] = [
     ("corpus:fwd_gqa_static_kernel", "                        m_run = m_blk\n",
      "                        m_run = pypto.maximum(m_run, m_blk)\n", "OD-KN-06"),
     ("corpus:fwd_dense_bnsd_kernel", "q_t = pypto.view(q2,", "q_t = pypto.view(q_2d,", "OD-KN-06"),
-    ("gen:dense_fa_8192", "                        m_run = m_blk\n", "                        m_run = pypto.maximum(m_run, m_blk)\n",
-     "OD-KN-06"),
+    ("gen:dense_fa_8192", "                        m_run = m_blk\n",
+     "                        m_run = pypto.maximum(m_run, m_blk)\n", "OD-KN-06"),
     ("gen:sk16_backward_lm", "dq_acc[:] = dq_blk", "dq_accum[:] = dq_blk", "OD-KN-06"),
     # SK-01: the KV loop inside the Q loop
     ("gen:dense_fa_8192", 'for qi in pypto.loop(Q_TILES, name="LOOP_q"):\n                q_off = qi * Q_TILE\n'

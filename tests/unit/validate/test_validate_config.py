@@ -131,7 +131,8 @@ def test_discovery_order_and_show_settings(tmp_path: Path) -> None:
     project = tmp_path / "project"
     op = _bad_design(project / "ops" / "op")
     (project / "pyproject.toml").write_text('[tool.opdesign]\nignore = ["OD-NUM-04"]\n', encoding="utf-8")
-    (project / "ops" / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")  # no table: passed over
+    # no table: passed over
+    (project / "ops" / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
     found = settings.discover(op)
     assert found.source == project / "pyproject.toml" and found.ignore == ("OD-NUM-04",)
     shown = runner.invoke(app, ["validate", "--show-settings", str(op)])

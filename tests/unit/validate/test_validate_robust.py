@@ -112,7 +112,8 @@ def test_hostile_yaml_is_refused_not_expanded_or_executed(tmp_path: Path) -> Non
               "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
               "e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]")
     assert _front(f"---\n{laughs}\n---\n") == ["front matter: more than 32 YAML aliases (refused)"]
-    few = "a: &a [x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c]"
+    few = ("a: &a [x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+           "d: [*c, *c, *c, *c, *c, *c, *c, *c]")
     assert _front(f"---\n{few}\n---\n") == []  # 24 aliases: allowed, 1024 leaves
     marker = tmp_path / "pwned"
     tag = f"---\nop_name: !!python/object/apply:os.system ['touch {marker}']\n---\n"
@@ -123,7 +124,8 @@ def test_hostile_yaml_is_refused_not_expanded_or_executed(tmp_path: Path) -> Non
     assert _front("---\n- a\n- b\n---\n") == ["front matter is a YAML list, expected a mapping"]
     assert _front("---\nop_name: [x\n---\n")[0].startswith("front matter: not valid YAML")
     assert _front("---\nop_name: x\n") == ["front matter opened on line 1 is never closed by a '---' line"]
-    report = validate_text((BASE / "DESIGN.md").read_text(encoding="utf-8"), interfaces_text="a: !!python/name:os.system\n")
+    report = validate_text((BASE / "DESIGN.md").read_text(encoding="utf-8"),
+                           interfaces_text="a: !!python/name:os.system\n")
     assert [f.rule for f in report.findings] == ["OD-IF-01"]
 
 
@@ -155,7 +157,8 @@ def test_a_500_term_expression_is_checked_at_its_line_not_reported_as_internal()
     found = [(f.rule, f.line, f.message) for f in validate_kernel_text(kernel).findings]
     assert all(rule != "OD-DOC-10" for rule, _line, _m in found), found
     assert ("OD-KN-06", 8, "kv_len is read before it is bound (its first assignment is at line 9)") in found
-    assert ("C-SYM-06", 11, "range over symbolic bound an expression of 1998 nodes (nested 501 deep): use pypto.loop") in found
+    assert ("C-SYM-06", 11,
+            "range over symbolic bound an expression of 1998 nodes (nested 501 deep): use pypto.loop") in found
     # a rule that still recurses (a 500-deep .min() chain) names the expression's line, not line 1
     chain = kernel.replace(f"        total = {terms}\n", "        total = kv_len" + ".min(4)" * 500 + "\n")
     internal = [(f.line, f.message) for f in validate_kernel_text(chain).findings if f.rule == "OD-DOC-10"]

@@ -192,7 +192,8 @@ def test_the_kept_flow_walk_gives_each_node_the_state_before_it() -> None:
     assert dtypes == [(1, None), (5, None), (6, None), (7, "DT_FP32"), (8, "DT_FP32")]
     node, _loops, state, flow = steps[4]
     assert flow.value(node.stmt.value, state).dtype == "DT_BF16"  # the cast, evaluated in the state before it
-    assert list(codeflow.walk(program)) == steps and all(a is b for a, b in zip(codeflow.walk(program), steps, strict=True))
+    assert list(codeflow.walk(program)) == steps
+    assert all(a is b for a, b in zip(codeflow.walk(program), steps, strict=True))
 
 
 def test_a_long_program_is_walked_afresh_not_kept() -> None:

@@ -62,7 +62,8 @@ def test_tiles_name_their_rank_and_change(tmp_path):
     ranking = _rank_rows(TINY)
     row = ranking["rows"][0]
     mxn = lambda t: "x".join(map(str, t))  # noqa: E731
-    pins = (f"q_tile={row['q_tile']},kv_tile={row['kv_tile']},qk_tile={mxn(row['qk_tile'])},pv_tile={mxn(row['pv_tile'])},"
+    pins = (f"q_tile={row['q_tile']},kv_tile={row['kv_tile']},qk_tile={mxn(row['qk_tile'])},"
+            f"pv_tile={mxn(row['pv_tile'])},"
             f"vec_tile={row['vec_tile'][0]}x{row['vec_tile'][1]},unroll_factor={row['unroll_factor']}")
     out = tmp_path / "t"
     res = run_cli("new", "--spec", str(TINY), "--tiles", pins, "--out", str(out), "-q")
@@ -156,8 +157,8 @@ def test_a_knob_value_no_legal_row_has_is_named_not_blamed_on_a_rejected_row(tmp
 
 
 def test_a_form_breaking_rank_points_to_within_form_numbering(tmp_path):
-    """dense_fa_8192's rank 1 breaks SK-01-P1 (q_tile != seq_q / 2) and SK-01-P2 (16 KV tiles): refused by name; --within-form counts
-    as `rank --within-form` does and writes that list's rank 1."""
+    """dense_fa_8192's rank 1 breaks SK-01-P1 (q_tile != seq_q / 2) and SK-01-P2 (16 KV tiles): refused by name;
+    --within-form counts as `rank --within-form` does and writes that list's rank 1."""
     spec = EXAMPLES / "dense_fa_8192.yaml"
     full = _rank_rows(spec, top=1)["rows"][0]
     assert full["form_rules"] == ["SK-01-P1", "SK-01-P2"]

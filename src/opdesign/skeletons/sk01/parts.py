@@ -36,7 +36,8 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     elif not kv_axis.uniform:
         c1 = (False, text("sk01.perf1.varlen", lo=kv_axis.range[0], hi=kv_axis.range[1]))
     else:
-        c1 = (kv_axis.range[0] == kv_axis.range[1], text("sk01.perf1.dynamic", lo=kv_axis.range[0], hi=kv_axis.range[1]))
+        c1 = (kv_axis.range[0] == kv_axis.range[1],
+              text("sk01.perf1.dynamic", lo=kv_axis.range[0], hi=kv_axis.range[1]))
     dims = sk01.param("perf_head_dims")
     lo, hi = sk01.param("perf_root_range")
     # one seq_q for the tile and the count: the upper bound the compile-time Q_TILE is sized for
@@ -51,7 +52,8 @@ def form_checks(spec: Spec, sk01: Card, q_tile_perf: int) -> list[FormCheck]:
     return [
         FormCheck(id="SK-01-PERF-1", condition=text("sk01.perf1"),
                   observed=c1[1], passed=c1[0], source=src + "1"),
-        FormCheck(id="SK-01-PERF-2", condition=text("sk01.perf2", dims=", ".join(str(d) for d in dims)), observed=text("sk01.perf2.observed", head_dim=s.head_dim),
+        FormCheck(id="SK-01-PERF-2", condition=text("sk01.perf2", dims=", ".join(str(d) for d in dims)),
+                  observed=text("sk01.perf2.observed", head_dim=s.head_dim),
                   passed=s.head_dim in dims, source=src + "2"),
         FormCheck(id="SK-01-PERF-3", condition=text("sk01.perf3", lo=lo, hi=hi),
                   observed=text("sk01.perf3.observed", q_tile=q_tile_perf, batch=s.batch, num_heads=s.num_heads,
@@ -93,7 +95,8 @@ def choose_vec_tiles(spec: Spec, form: str, q_tile: int, kv_tile: int, cube: dic
 
 
 def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> dict[str, VecTile]:
-    """V1 ``[rows, cols]`` over the ``[q_tile, kv_tile]`` scores and V2 ``[rows, vec_cols_v2]`` over ``[q_tile, head_dim]``."""
+    """V1 ``[rows, cols]`` over the ``[q_tile, kv_tile]`` scores and V2 ``[rows, vec_cols_v2]`` over
+    ``[q_tile, head_dim]``."""
     d = spec.shape.head_dim
     return {
         "V1": VecTile(stage="V1", shape=(rows, cols), dtype="fp32", view=(q_tile, kv_tile),
@@ -104,7 +107,8 @@ def vec_tiles(spec: Spec, q_tile: int, kv_tile: int, rows: int, cols: int) -> di
 
 
 def loop_rows(spec: Spec, kv_loop: str) -> list[LoopRow]:
-    kv_construct = {"range": text("sk01.loop.static_range"), "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
+    kv_construct = {"range": text("sk01.loop.static_range"),
+                    "loop_unroll": "pypto.loop_unroll"}.get(kv_loop, "pypto.loop")
     return [
         LoopRow(name="b_idx", loop_kind="pypto.loop", bound="batch", step="1", dependence="independent"),
         LoopRow(name="h_idx", loop_kind="pypto.loop", bound="num_heads", step="1",

@@ -65,7 +65,8 @@ def _tiles(spec: Spec, form: str, sk01) -> tuple[int, int, list[Decision]]:
         return q_tile, kv_tile, [
             Decision(name="q_tile", value=q_tile, basis=text("sk01.q_tile.perf", sq=sq, per_head=per_head),
                      source="SK-01 perf invariant 1"),
-            Decision(name="kv_tile", value=kv_tile, basis=text("sk01.kv_tile.perf", safe=safe, skv=skv, max_static=max_static),
+            Decision(name="kv_tile", value=kv_tile,
+                     basis=text("sk01.kv_tile.perf", safe=safe, skv=skv, max_static=max_static),
                      source="SK-01 perf invariant 2"),
         ]
     q_tile = min(safe, align_up(sq, align))
@@ -228,7 +229,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
     per_q_block = [n for _, n in ranges]
     task_count = s.batch * s.num_heads * sum(per_q_block)
     task_basis = (text("sk01.task_count.dense", root_count=root_count, kv_tiles=kv_tiles)
-                  if spec.mask in ("none", "tensor", "topk") else text("sk01.task_count.banded", per_q_block=per_q_block))
+                  if spec.mask in ("none", "tensor", "topk")
+                  else text("sk01.task_count.banded", per_q_block=per_q_block))
     bal = varlen_balance(spec, q_tile, kv_tile, device.aic_cores)
     if spec.mask in ("causal", "sliding_window"):
         bal = balance(per_q_block, device.aic_cores, repeats=s.batch * s.num_heads)
@@ -239,23 +241,30 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
                 seq_q=s.seq_q, seq_kv=s.seq_kv, axes=" / ".join(varlen))})
     work = q_tile * s.seq_kv * s.head_dim
     counts = [
-        Decision(name="q_tiles", value=q_tiles, basis=text("sk01.q_tiles", seq_q=s.seq_q, q_tile=q_tile), source="SK-01 loop nest"),
-        Decision(name="kv_tiles", value=kv_tiles, basis=text("sk01.kv_tiles", seq_kv=s.seq_kv, kv_tile=kv_tile), source="SK-01 loop nest"),
-        Decision(name="root_count", value=root_count, basis=text("sk01.root_count", batch=s.batch, num_heads=s.num_heads, q_tiles=q_tiles),
+        Decision(name="q_tiles", value=q_tiles, basis=text("sk01.q_tiles", seq_q=s.seq_q, q_tile=q_tile),
+                 source="SK-01 loop nest"),
+        Decision(name="kv_tiles", value=kv_tiles, basis=text("sk01.kv_tiles", seq_kv=s.seq_kv, kv_tile=kv_tile),
+                 source="SK-01 loop nest"),
+        Decision(name="root_count", value=root_count,
+                 basis=text("sk01.root_count", batch=s.batch, num_heads=s.num_heads, q_tiles=q_tiles),
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count, basis=text("sk01.task_count", basis=task_basis),
                  source="SK-01 structural table, FAI example 49 pipeline (KERNEL_TASK_NUM)"),
-        Decision(name="work_per_root_macs", value=work, basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
+        Decision(name="work_per_root_macs", value=work,
+                 basis=text("sk01.work_per_root", q_tile=q_tile, seq_kv=s.seq_kv, head_dim=s.head_dim),
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=text("sk01.cores_busy", aic_cores=device.aic_cores), source=f"devices.yaml {device.ref('aic_cores')}"),
+                 basis=text("sk01.cores_busy", aic_cores=device.aic_cores),
+                 source=f"devices.yaml {device.ref('aic_cores')}"),
     ]
     if spec.kv_cache == "paged":
         bs = s.block_size
         counts.append(Decision(name="seq_kv_paged", value=align_up(s.seq_kv, bs),
                                basis=text("sk01.seq_kv_paged", seq_kv=s.seq_kv, block_size=bs),
-                               source="FAI example 49 paged attention (kvSeqlen = RoundUp(kvSeqlen, blockSize)), AT-17"))
-        counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs, basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
+                               source="FAI example 49 paged attention (kvSeqlen = RoundUp(kvSeqlen, blockSize)), "
+                                      "AT-17"))
+        counts.append(Decision(name="pages_per_kv_tile", value=kv_tile // bs,
+                               basis=text("sk01.pages_per_kv_tile", kv_tile=kv_tile, block_size=bs),
                                source="AT-17 (block_num pages per tile)"))
     if spec.layout == "TND":  # the counts above take every batch at the typical per-batch length
         packed = (("t_q_max", "q", "seq_q", s.seq_q),) + (  # paged K / V rows come from the block table
@@ -312,7 +321,8 @@ def estimate_sk01(spec: Spec, golden_module_count: tuple[int, str] | None = None
         window=s.window, topk=s.topk,
         pins=pins, **overrides,
     )
-    return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll), Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
+    return with_checks(plan, COMMON_ROWS + (Row("C-LOOP-05", "C-LOOP-05", single_unroll),
+                                            Row("SK-01-R6", "SK-01-R6", fp32_accumulators)))
 
 
 def _quick_factor(form: str, seq_q: int, seq_kv: int, q_tile: int, kv_tile: int) -> int:

@@ -274,7 +274,8 @@ def _dt_names(call: Any) -> list[str]:
            'kj = pypto.gather_in_ub(k_cache, idx, block_table, BLOCK_SIZE, -2)'),
       good=('# opdesign: {skeleton: SK-01, kv_cache: paged}\nfor i in range(PAGES_PER_TILE):\n'
             '    page = block_table[b_idx, kv_idx * PAGES_PER_TILE + i].max(0)\n'
-            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)'), attention_only=True)
+            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [page, 0]), [i * BLOCK_SIZE, 0], kbuf)'),
+      attention_only=True)
 def check_sk01_gather(ctx: Context) -> Iterator[Hit]:
     """SK-01's paged variants are built on the zero-copy ``view`` + ``assemble`` page gather of AT-17;
     a ``gather_in_l1`` / ``gather_in_ub`` there leaves that path. The card and real kernels agree for

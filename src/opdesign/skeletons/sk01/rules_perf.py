@@ -89,7 +89,8 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
     q_tile, seq_q = bd.pos_int(block.get("q_tile")), bd.axis_hi(ctx, "seq_q")
     dtype = block.get("dtype")
     align = bd.constraint("C-TILE-05").param("cube_align_elems").get(dtype) if isinstance(dtype, str) else None
-    align = align or (bd.constraint("C-TILE-02").param("tail_align_elems").get(dtype, 1) if isinstance(dtype, str) else 1)
+    align = align or (bd.constraint("C-TILE-02").param("tail_align_elems").get(dtype, 1)
+                      if isinstance(dtype, str) else 1)
     if q_tile is None or seq_q is None:
         return
     per_head = sk01_card().param("perf_q_tiles_per_head")
@@ -103,7 +104,8 @@ def check_q_tile_half(ctx: Context) -> Iterator[Hit]:
       "performance form with <= 8 KV tiles: the K loop must be a static Python range without is_loop_begin/end",
       bad=("for kv_idx in pypto.loop(KV_TILES, name='kv_tile'):\n    if pypto.cond(pypto.is_loop_begin(kv_idx)):\n"
            '        oi = oij'),
-      good='for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij', needs_block=True, attention_only=True)
+      good='for kv_idx in range(KV_TILES):\n    if kv_idx == 0:\n        oi = oij',
+      needs_block=True, attention_only=True)
 def check_static_kv_loop(ctx: Context) -> Iterator[Hit]:
     """With ``k_tile_count = ceil(seq_kv / kv_tile) <= static_kv_max_tiles`` the block's ``kv_loop`` is
     ``range``, the pseudocode's KV-tile loop is a Python ``range`` and no ``is_loop_begin`` /
@@ -170,4 +172,5 @@ def check_chain_scope(ctx: Context) -> Iterator[Hit]:
     for call, node, loops in ctx.program.calls():
         if call_name(call) == "amax" and loops and info.of_call.get(id(call)) != want:
             yield Hit(ctx.program.call_line(call, node),
-                      f"performance form: amax runs in scope {info.of_call.get(id(call))}, expected sg_set_scope({want})")
+                      f"performance form: amax runs in scope {info.of_call.get(id(call))}, "
+                      f"expected sg_set_scope({want})")

@@ -63,7 +63,8 @@ def _first_kernel_line(ctx: Context) -> int:
            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {kv_cache: paged, atoms: [AT-12, AT-01, AT-13, AT-17]}\nfor page in range(PAGES_PER_TILE):\n'
             '    block_id = block_table[b_idx, kv_off // BLOCK_SIZE + page].max(0)\n'
-            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [block_id, 0, kv_h, 0]), [page * BLOCK_SIZE, 0], k_buf)\n'
+            '    pypto.assemble(pypto.view(k_cache, [BLOCK_SIZE, HEAD_DIM], [block_id, 0, kv_h, 0]), '
+            '[page * BLOCK_SIZE, 0], k_buf)\n'
             'sij = pypto.matmul(qi, k_buf, pypto.DT_FP32, b_trans=True)'), attention_only=True)
 def check_paged_gather(ctx: Context) -> Iterator[Hit]:
     """With a paged KV cache the logical KV positions live in physical pages: each KV tile is
@@ -95,7 +96,8 @@ def check_paged_gather(ctx: Context) -> Iterator[Hit]:
       good=('# opdesign: {quant: fp8, atoms: [AT-12, AT-01, AT-13, AT-08, AT-06]}\n'
             'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)\n'
             'pij_c = pypto.cast(pypto.mul(pypto.exp(sij), p_scale), pypto.DT_FP8E4M3)   # AT-08\n'
-            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)\noij = pypto.mul(pypto.div(oij, p_scale), v_inv)   # AT-06'), attention_only=True)
+            'oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)\noij = pypto.mul(pypto.div(oij, p_scale), v_inv)   # AT-06'),
+      attention_only=True)
 def check_fp8_points(ctx: Context) -> Iterator[Hit]:
     """FP8 P·V (the PageAttn FP8 row): P is quantised per row to FP8 E4M3 (AT-08) after the softmax
     chain and before the C2 matmul, so both C2 operands are FP8 (C-API-02), and the FP32 product is

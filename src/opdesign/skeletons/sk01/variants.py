@@ -96,5 +96,6 @@ def varlen_balance(spec: Spec, q_tile: int, kv_tile: int, cores: int) -> Balance
     s = spec.shape
     kv_lens = typical_lengths(varlen["seq_kv"], s.seq_kv, s.batch)
     q_lens = typical_lengths(varlen["seq_q"], s.seq_q, s.batch) if "seq_q" in varlen else [s.seq_q] * s.batch
-    weights = [ceil(kv / kv_tile) for kv, sq in zip(kv_lens, q_lens, strict=True) for _ in range(s.num_heads * ceil(sq / q_tile))]
+    weights = [ceil(kv / kv_tile) for kv, sq in zip(kv_lens, q_lens, strict=True)
+               for _ in range(s.num_heads * ceil(sq / q_tile))]
     return lpt_balance(weights, cores, kv_lens)

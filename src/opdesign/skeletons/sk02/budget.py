@@ -73,7 +73,8 @@ def single_pass_ub_budget(device: DeviceProfile, *, q_tile: int, s2_tile: int, h
                    source="AT-02-R1, C-TILE-02 32 B tail"),
         BudgetItem(name="vector_op_peak", bytes=max(v1, v2),
                    formula=f"max(V1 reduce {r}x{c}x4x{counts['reduce']}"
-                           + (f", V2 binary {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['binary']})" if v2 else ")"),
+                           + (f", V2 binary {vec['V2'].shape[0]}x{vec['V2'].shape[1]}x4x{counts['binary']})"
+                              if v2 else ")"),
                    source="C-TILE-03 per-op formula (tensor_count reduce/binary)"),
         BudgetItem(name="MM2_RESULT_SIZE", bytes=rows * align_up(head_dim, 64) * ACC_BYTES * RESULT_BUFFERS,
                    formula=f"rows {rows} x Align64(head_dim {head_dim}) x 4 x {RESULT_BUFFERS}",
@@ -91,8 +92,10 @@ def single_pass_expansion(q_tile: int, s2_tile: int, head_dim: int, vec: dict[st
     """
     after = head_dim < s2_tile  # normalisation() == "after_pv"
     table = ([("V1", name, k, (s2_tile, head_dim)) for name, k in GATHER_OPS]
-             + [("V1", name, k, (q_tile, s2_tile)) for name, k in V1_OPS + (() if after else (("div_l", 2),)) + (("cast_p", 1),)]
-             + [("V2", name, k, (q_tile, head_dim)) for name, k in ((("div_l", 2),) if after else ()) + (("cast_out", 1),)])
+             + [("V1", name, k, (q_tile, s2_tile))
+                for name, k in V1_OPS + (() if after else (("div_l", 2),)) + (("cast_p", 1),)]
+             + [("V2", name, k, (q_tile, head_dim))
+                for name, k in ((("div_l", 2),) if after else ()) + (("cast_out", 1),)])
     ops = []
     for stage, name, k, (rows, cols) in table:
         r, c = vec[stage].shape

@@ -101,12 +101,14 @@ def _cube_tiles(spec: Spec, q_tile: int, s2_tile: int, card: Card) -> dict[str, 
     align = cube_align(spec.dtype)
     m = min(safe, align_up(q_tile, align))
     t = min(safe, align_up(max(spec.shape.head_dim, s2_tile), align))
-    why = "one set_cube_tile_shapes outside the loops serves C1 and C2 (SK-02-R5; card tile_shapes.cube [128,128]x3, C-TILE-05)"
+    why = ("one set_cube_tile_shapes outside the loops serves C1 and C2 "
+           "(SK-02-R5; card tile_shapes.cube [128,128]x3, C-TILE-05)")
     return {
         "C1": CubeTile(stage="C1", m=(m, m), k=(t, t), n=(t, t), operand_dtype=spec.dtype,
                        reason=f"m: q rows of the pass, k: head_dim, n: top-k columns; {why}"),
         "C2": CubeTile(stage="C2", m=(m, m), k=(t, t), n=(t, t), operand_dtype=spec.dtype,
-                       reason=f"m: q rows, k: top-k columns of P, n: head_dim; P cast to {spec.dtype} (C-API-02); {why}"),
+                       reason=f"m: q rows, k: top-k columns of P, n: head_dim; P cast to {spec.dtype} (C-API-02); "
+                              f"{why}"),
     }
 
 
@@ -115,11 +117,12 @@ def _vec_tiles(spec: Spec, q_tile: int, s2_tile: int, cube: dict[str, CubeTile])
     shape = (min(lo, q_tile), cube["C1"].n[1])
     return {
         "V1": VecTile(stage="V1", shape=shape, dtype="fp32", view=(q_tile, s2_tile),
-                      reason="AT-02 chain on the whole top-k row in FP32; columns = the cube n block, 16-aligned (C-TILE-02); "
-                             "also tiles the K/V gathers"),
+                      reason="AT-02 chain on the whole top-k row in FP32; columns = the cube n block, 16-aligned "
+                             "(C-TILE-02); also tiles the K/V gathers"),
         "V2": VecTile(stage="V2", shape=shape, dtype="fp32", view=(q_tile, spec.shape.head_dim),
-                      reason="output stage on [q_tile, head_dim]: " + ("divide by the row sum, " if normalisation(spec, s2_tile)
-                             == "after_pv" else "") + f"cast to {spec.dtype}; same TileShape, set once (SK-02-R5)"),
+                      reason="output stage on [q_tile, head_dim]: "
+                             + ("divide by the row sum, " if normalisation(spec, s2_tile) == "after_pv" else "")
+                             + f"cast to {spec.dtype}; same TileShape, set once (SK-02-R5)"),
     }
 
 
@@ -159,7 +162,8 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     axis = next((a for a in spec.dynamic_axes if a.name == "topk"), None)
     topks = sorted({spec.config_shape(c).topk for c in spec.typical_configs} | {spec.shape.topk})
     if axis is not None and axis.range[0] != axis.range[1]:
-        c1 = (False, f"topk is a dynamic axis in [{axis.range[0]}, {axis.range[1]}]: the top-k count is a runtime value")
+        c1 = (False, f"topk is a dynamic axis in [{axis.range[0]}, {axis.range[1]}]: "
+                     "the top-k count is a runtime value")
     elif len(topks) > 1:
         c1 = (False, f"typical configs use topk {topks}: one compile-time S2_TILE cannot serve them")
     else:
@@ -173,8 +177,9 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
     # which reading of "full-KV residency" the budget takes, and why (the strict one is never met)
     kv_bytes = 2 * fit.s2_tile * spec.shape.head_dim * DTYPE_BYTES[spec.dtype]
     r1, c1v = fit.vec["V1"].shape
-    c2 = c2 if not c2[0] else (c2[0], c2[1] + f"; reading: S and P of the whole top-k row are resident (the row max and sum see all "
-                         f"{fit.s2_tile} columns), K and V are not: the whole top-k K + V is 2 x {fit.s2_tile} x "
+    c2 = c2 if not c2[0] else (c2[0], c2[1] + "; reading: S and P of the whole top-k row are resident "
+                         f"(the row max and sum see all {fit.s2_tile} columns), K and V are not: the whole top-k "
+                         f"K + V is 2 x {fit.s2_tile} x "
                          f"head_dim {spec.shape.head_dim} x {DTYPE_BYTES[spec.dtype]} B = {kv_bytes} B, "
                          f"{'above' if kv_bytes > ub.capacity_bytes else 'within'} UB {ub.capacity_bytes} B, so it "
                          f"streams through one [{r1}, {c1v}] gather tile at a time and reaches the cube in cube-tile "
@@ -193,7 +198,8 @@ def sk02_checks(spec: Spec, fit: Fit | None = None) -> list[FormCheck]:
         FormCheck(id="SK-02-COND-2", condition="full-KV residency fits the UB formula including intermediates "
                                                "(the whole top-k row of S and P; K / V streamed)",
                   observed=c2[1], passed=c2[0], source=src + "2 (SK-02-R2, C-TILE-03)"),
-        FormCheck(id="SK-02-COND-3", condition="the softmax reduction across vector tiles is PyPTO's reduce over dim=-1",
+        FormCheck(id="SK-02-COND-3",
+                  condition="the softmax reduction across vector tiles is PyPTO's reduce over dim=-1",
                   observed=c3[1], passed=c3[0], source=src + "3 (C-TILE-04)"),
     ]
 
@@ -244,22 +250,28 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
                  basis=f"query heads of one KV group at one token share the index row: min(group {group}, 128)"
                        + (f", halved to {q_tile} until UB/L1/L0 fit {device.name}" if q_tile < min(group, 128) else ""),
                  source="SK-02-R2, C-TILE-03"),
-        Decision(name="kv_tile", value=s2, basis=f"S2_TILE = align16(topk {s.topk}) >= topk: the whole top-k row in one pass",
+        Decision(name="kv_tile", value=s2,
+                 basis=f"S2_TILE = align16(topk {s.topk}) >= topk: the whole top-k row in one pass",
                  source="SK-02-R1, C-TILE-02"),
     ]
     counts = [
-        Decision(name="q_tiles", value=g_tiles, basis=f"ceildiv(group {group}, q_tile {q_tile}) head tiles per (batch, token, kv head)",
+        Decision(name="q_tiles", value=g_tiles,
+                 basis=f"ceildiv(group {group}, q_tile {q_tile}) head tiles per (batch, token, kv head)",
                  source="SK-02 structure"),
         Decision(name="kv_tiles", value=1, basis="single pass: S2_TILE covers topk", source="SK-02-R3"),
         Decision(name="root_count", value=root_count,
                  basis=f"batch {s.batch} x seq_q {s.seq_q} x num_kv_heads {s.num_kv_heads} x q_tiles {g_tiles}"
-                       + ("; TND: at most, seq_q is the per-batch maximum (T_q <= batch x seq_q)" if spec.layout == "TND" else ""),
+                       + ("; TND: at most, seq_q is the per-batch maximum (T_q <= batch x seq_q)"
+                          if spec.layout == "TND" else ""),
                  source="SK-01 structural table (root count), one root per single pass"),
-        Decision(name="task_count", value=root_count, basis="one C1-V1-C2 pass per root (no KV loop)", source="SK-02-R3"),
-        Decision(name="work_per_root_macs", value=work, basis=f"q_tile {q_tile} x S2_TILE {s2} x head_dim {s.head_dim} per matmul stage",
+        Decision(name="task_count", value=root_count, basis="one C1-V1-C2 pass per root (no KV loop)",
+                 source="SK-02-R3"),
+        Decision(name="work_per_root_macs", value=work,
+                 basis=f"q_tile {q_tile} x S2_TILE {s2} x head_dim {s.head_dim} per matmul stage",
                  source="SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.ref('aic_cores')}"),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})",
+                 source=f"devices.yaml {device.ref('aic_cores')}"),
         Decision(name="seq_kv_max", value=axis_hi(spec, "seq_kv"),
                  basis="largest seq_kv (typical or dynamic hi): index_select reads one unsplit KV axis "
                        "(viewshape[dim] >= shape[dim]), and view shapes are compile-time ints",
@@ -277,19 +289,23 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
     config["runtime_options"]["ready_on_host_tensors"] = list(lengths.values())
     entries = [e for e in entries if e.key != rec.key]
     entries.append(ConfigEntry(key=rec.key, value=list(lengths.values()), status="required",
-                               purpose=("the batch loop's row offsets, the token loop's bound, cur_seq and its pypto.cond "
-                                        "come from the cumulative actual_seq_q / actual_seq_kv (TND); issue them from the "
-                                        "host early" if spec.layout == "TND" else
-                                        "cur_seq and its pypto.cond come from kv_act_seqs; issue it from the host early"),
+                               purpose=("the batch loop's row offsets, the token loop's bound, cur_seq and its "
+                                        "pypto.cond come from the cumulative actual_seq_q / actual_seq_kv (TND); "
+                                        "issue them from the host early" if spec.layout == "TND" else
+                                        "cur_seq and its pypto.cond come from kv_act_seqs; "
+                                        "issue it from the host early"),
                                source=f"SK-01 configuration ({rec.when}), AT-21"))
     rec = next(r for r in card.config if r.key == "sg_set_scope")
-    entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status, purpose="C1, V1 and C2 of a pass in one "
-                               "sub-graph (SK-02-R4)" + (f"; {rec.when}" if rec.when else ""), source=f"{card.id} configuration"))
+    entries.append(ConfigEntry(key=rec.key, value=rec.value, status=rec.status,
+                               purpose="C1, V1 and C2 of a pass in one sub-graph (SK-02-R4)"
+                                       + (f"; {rec.when}" if rec.when else ""),
+                               source=f"{card.id} configuration"))
     # the value is the plan's own cube tile (what the pseudocode sets); the card's [128,128]x3 is its starting point
     rec = next(r for r in card.config if r.key == "tile_shapes.cube")
     c1 = fit.cube["C1"]
     planned = [list(c1.m), list(c1.k), list(c1.n)]
-    purpose = "one cube tile for C1 and C2, set once outside the loops (SK-02-R5)" + (f"; {rec.when}" if rec.when else "")
+    purpose = ("one cube tile for C1 and C2, set once outside the loops (SK-02-R5)"
+               + (f"; {rec.when}" if rec.when else ""))
     if planned != rec.value:
         purpose += (f"; the card's {rec.value} with m = {c1.m[1]}: a pass holds q_tile {fit.q_tile} query rows "
                     f"(heads of one KV group), aligned up to {c1.m[1]} for the cube (C-TILE-05); a 128-row m block "
@@ -321,17 +337,19 @@ def _plan(spec: Spec, fit: Fit, checks: list[FormCheck], golden_module_count: tu
         head_dim=s.head_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, group_size=group,
         seq_q=s.seq_q, seq_kv=s.seq_kv, batch=s.batch,
         skeleton=Choice(id="SK-02", title=card.title,
-                        reason=f"top-k sparse attention with a compile-time topk {s.topk}: the whole top-k row fits one pass "
-                               "(all three SK-02 conditions hold)"),
+                        reason=f"top-k sparse attention with a compile-time topk {s.topk}: the whole top-k row "
+                               "fits one pass (all three SK-02 conditions hold)"),
         atoms=_atoms(cat, norm),
-        form="baseline", form_reason="SK-02 has one form; the SK-01 performance-form conditions do not apply (no KV loop)",
+        form="baseline",
+        form_reason="SK-02 has one form; the SK-01 performance-form conditions do not apply (no KV loop)",
         form_checks=[], skeleton_checks=checks, variant="Sparse Attn (top-k, single pass)", topk=s.topk,
         q_tile=q_tile, kv_tile=s2, q_tiles=g_tiles, kv_tiles=1, kv_loop="none",
         tile_decisions=tile_decisions, cube_tiles=fit.cube, vec_tiles=fit.vec,
         unroll=Unroll(candidates=[], unroll_factor=1, unroll_list=[],
                       remainder_rule="no KV loop, so nothing to unroll: one pass covers S2_TILE >= topk",
                       reason="SK-02-R3: no loop_unroll (there is no KV loop)", source="SK-02-R3"),
-        unroll_factor=1, batch_lengths=lengths if packed else {}, root_count=root_count, task_count=root_count, work_per_root_macs=work, counts=counts,
+        unroll_factor=1, batch_lengths=lengths if packed else {}, root_count=root_count, task_count=root_count,
+        work_per_root_macs=work, counts=counts,
         ub_budget=fit.ub, l1_budget=fit.l1, l0_budgets=fit.l0, expansion=exp, loops=loops, state=[],
         config=config, config_entries=entries, primary_inputs=primary, final_outputs=outputs, modules=modules,
         module_count=module_count, module_reason=module_reason, scale=1.0 / sqrt(s.head_dim), rtol=rtol, atol=atol,
@@ -345,10 +363,12 @@ def _atoms(cat, norm: str) -> list[Choice]:
     picks = [
         ("AT-12", "C1: S = Q K^T over the gathered top-k rows, scaled by 1/sqrt(head_dim)"),
         ("AT-02", "V1: standard softmax over the whole top-k row, no online state; normalised "
-                  + ("after PV (divide O by the row sum)" if norm == "after_pv" else "before PV (divide P by the row sum)")),
+                  + ("after PV (divide O by the row sum)" if norm == "after_pv"
+                     else "before PV (divide P by the row sum)")),
         ("AT-13", "C2: O = P V over the gathered top-k rows"),
         ("AT-20", "the effective top-k cur_seq <= TOPK and the last head tile are tails: view + valid_shape"),
-        ("AT-21", "sg_set_scope(2) opens before the first computation of the pass (SK-02-R4) and closes after assemble"),
+        ("AT-21", "sg_set_scope(2) opens before the first computation of the pass (SK-02-R4) "
+                  "and closes after assemble"),
     ]
     return [Choice(id=i, title=cat.card(i).title, reason=r) for i, r in picks]
 
@@ -390,21 +410,22 @@ def _risks(spec: Spec, fit: Fit, exp: Expansion, root_count: int, device: Device
            "(SK-02-R2, C-TILE-03); when it no longer fits, SK-01 takes over."]
     m = fit.cube["C1"].m[1]
     if m > fit.q_tile:
-        out.append(f"cube m tile {m} > q_tile {fit.q_tile}: {m - fit.q_tile} padded rows per matmul (C-TILE-05 alignment); "
-                   "the UB budget, not the cube, limits the head tile.")
+        out.append(f"cube m tile {m} > q_tile {fit.q_tile}: {m - fit.q_tile} padded rows per matmul "
+                   "(C-TILE-05 alignment); the UB budget, not the cube, limits the head tile.")
     if root_count < device.aic_cores:
-        out.append(f"{root_count} roots on {device.aic_cores} cube cores: {device.aic_cores - root_count} cores idle; "
-                   "decode-sized batches are latency-bound (FAI load balance: with few blocks use fewer cores).")
-    out.append("SK-02-R4 keeps C1, V1 and C2 in one sg_set_scope(2) while AT-21 reports F41007 for a cube and a vector op "
-               "in one scope: if the target release rejects it, narrow scope 2 to the V1 chain.")
-    out.append("index contract: slots past cur_seq are never used as keys (clamped to 0, outside valid_shape), so -1 there "
-               "is a convention; every slot before cur_seq must be a valid position < "
-               + ("the token's own batch KV length (positions relative to kv_start = actual_seq_kv[b-1], not packed rows)"
-                  if spec.layout == "TND" else "kv_act_seqs[b]")
-               + ". An indexer that fills fewer slots than cur_seq breaks the kernel (the scaffold's golden follows the indices).")
+        out.append(f"{root_count} roots on {device.aic_cores} cube cores: {device.aic_cores - root_count} cores "
+                   "idle; decode-sized batches are latency-bound (FAI load balance: with few blocks use fewer cores).")
+    out.append("SK-02-R4 keeps C1, V1 and C2 in one sg_set_scope(2) while AT-21 reports F41007 for a cube and "
+               "a vector op in one scope: if the target release rejects it, narrow scope 2 to the V1 chain.")
+    out.append("index contract: slots past cur_seq are never used as keys (clamped to 0, outside valid_shape), "
+               "so -1 there is a convention; every slot before cur_seq must be a valid position < "
+               + ("the token's own batch KV length (positions relative to kv_start = actual_seq_kv[b-1], "
+                  "not packed rows)" if spec.layout == "TND" else "kv_act_seqs[b]")
+               + ". An indexer that fills fewer slots than cur_seq breaks the kernel "
+                 "(the scaffold's golden follows the indices).")
     if spec.layout == "TND":
-        out.append("packed layout: actual_seq_q / actual_seq_kv must be non-decreasing cumulative end offsets with the last "
-                   "equal to T_q / T_kv; a per-batch length given there instead reads the wrong rows.")
-    out.append(f"expression expansion: whole traced body {exp.body_total} against {exp.limit} (C-TILE-04 estimate on the "
-               f"whole body, largest op {exp.max_per_op}; confirm with the real compile).")
+        out.append("packed layout: actual_seq_q / actual_seq_kv must be non-decreasing cumulative end offsets "
+                   "with the last equal to T_q / T_kv; a per-batch length given there instead reads the wrong rows.")
+    out.append(f"expression expansion: whole traced body {exp.body_total} against {exp.limit} (C-TILE-04 estimate "
+               f"on the whole body, largest op {exp.max_per_op}; confirm with the real compile).")
     return out

@@ -34,7 +34,8 @@ def _names(expr: ast.AST) -> list[str]:
 
 
 def _is_kv_loop(ctx: Context, node: Node) -> bool:
-    """A loop over KV tiles: its bound counts KV tiles, its ``name=`` says so, or its index is scaled by KV_TILE / S2_TILE."""
+    """A loop over KV tiles: its bound counts KV tiles, its ``name=`` says so, or its index is scaled by
+    KV_TILE / S2_TILE."""
     it = node.stmt.iter if isinstance(node.stmt, (ast.For, ast.AsyncFor)) else None
     if not isinstance(it, ast.Call):
         return False
@@ -42,7 +43,8 @@ def _is_kv_loop(ctx: Context, node: Node) -> bool:
     if any(k in n for n in bound for k in KV_COUNT_NAMES):
         return True
     name = keyword(it, "name")
-    if isinstance(name, ast.Constant) and isinstance(name.value, str) and any(k in name.value.lower() for k in KV_LOOP_NAMES):
+    if (isinstance(name, ast.Constant) and isinstance(name.value, str)
+            and any(k in name.value.lower() for k in KV_LOOP_NAMES)):
         return True
     targets = {n.id for n in astnodes.walk(node.stmt.target) if isinstance(n, ast.Name)}
     for inner, _loops in ctx.program.walk(node.body):
@@ -57,7 +59,8 @@ def _is_kv_loop(ctx: Context, node: Node) -> bool:
 
 for _n, _text, _by in (
         (1, "topk is a compile-time constant and S2_TILE = align16(topk) >= topk (SK-02-R1)", "SK-02-R1"),
-        (2, "keeping the whole top-k row resident, intermediates included, fits UB at some q_tile (SK-02-R2, C-TILE-03)",
+        (2, "keeping the whole top-k row resident, intermediates included, fits UB at some q_tile "
+            "(SK-02-R2, C-TILE-03)",
          "SK-02-R1"),
         (3, "the row reductions amax / sum over dim=-1 span the column tiles within the C-TILE-04 expansion limit",
          "C-TILE-04"),
@@ -72,7 +75,8 @@ for _n, _text, _by in (
            '    oi = pypto.tensor([Q_TILE, HEAD_DIM], pypto.DT_FP32)\n'
            '    sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)'),
       good=('# opdesign: {skeleton: SK-02}\n'
-            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'), attention_only=True)
+            'sij = pypto.matmul(qi, kj, pypto.DT_FP32, b_trans=True)   # once per root: S2_TILE >= topk'),
+      attention_only=True)
 def check_single_pass(ctx: Context) -> Iterator[Hit]:
     """C1, V1 and C2 run once per root with a standard softmax (AT-02): no KV loop (the block's
     ``kv_loop`` is ``none``; no pseudocode loop whose bound counts KV tiles, whose ``name=`` is a KV

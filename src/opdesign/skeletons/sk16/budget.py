@@ -45,7 +45,8 @@ def budgets(device: DeviceProfile, tile: int, head_dim: int, dtype: str, cube: d
     return ub_budget(device, tile, head_dim, dtype, vec, passes), l1_budget(device, tile, cube), l0
 
 
-def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: dict[str, VecTile], passes: int) -> Budget:
+def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: dict[str, VecTile],
+              passes: int) -> Budget:
     """UB bytes per vector sub-block for one SK-16 block pair; rows split over ``aiv_per_aic`` (FAI CV_RATIO)."""
     counts = load_catalog().constraint("C-TILE-03").param("tensor_count")
     align = load_catalog().constraint("C-TILE-02").param("align_bytes")
@@ -56,13 +57,15 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
     v1 = vec_op_bytes(vec["V1"], counts["binary"])
     v2 = vec_op_bytes(vec["V2"], counts["reduce"])
     items = [
-        _item("stats_rows", 3 * rows * align, f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
+        _item("stats_rows", 3 * rows * align,
+              f"3 rows (m, l, D) x ceil(tile/{cv}) {rows} x {align} B (a [M,1] row padded to 32 B)",
               "SK-16-R2 l/m read from inputs, C-TILE-02 32 B tail"),
         _item("MM1_RESULTS", 2 * rows * tile * acc * nbuf, f"2 results (S, dP) x {rows} x {tile} x 4 x {nbuf} buffers",
               "SK-16 C1, FAI example 49 static resources (Ascend C examples/49_ascend950_flash_attention_infer)"),
         _item("P_DS_CAST", 2 * rows * tile * in_bytes, f"2 casts (P, dS) x {rows} x {tile} x {in_bytes} B",
               "SK-16-R9 cast before C2"),
-        _item("MM2_RESULTS", 2 * rows * d64 * acc * nbuf, f"2 results (dQ, dK) x {rows} x Align64(head_dim) {d64} x 4 x {nbuf} buffers",
+        _item("MM2_RESULTS", 2 * rows * d64 * acc * nbuf,
+              f"2 results (dQ, dK) x {rows} x Align64(head_dim) {d64} x 4 x {nbuf} buffers",
               "SK-16 V2 (dV goes matmul -> atomic_add without UB), FAI static resources"),
         _item("vector_op_peak", max(v1, v2),
               f"max(V1 binary {vec['V1'].shape[0]}x{vec['V1'].shape[1]}x4x{counts['binary']}, "
@@ -70,7 +73,8 @@ def ub_budget(device: DeviceProfile, tile: int, head_dim: int, dtype: str, vec: 
               "C-TILE-03 per-op formula (tensor_count binary/reduce)"),
     ]
     if passes == 2:
-        items.append(_item("acc_resident", 2 * rows * d * acc, f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
+        items.append(_item("acc_resident", 2 * rows * d * acc,
+                           f"pass 2 dK and dV accumulators: 2 x {rows} x {d} x 4 (pass 1 holds only dQ)",
                            "backward decision table (two pass: UB accumulators), C-LOOP-06"))
     return make_budget("UB", items, device.ub_bytes, f"devices.yaml {device.ref('ub_bytes')}")
 
@@ -83,7 +87,8 @@ def l1_budget(device: DeviceProfile, tile: int, cube: dict[str, CubeTile]) -> Bu
     items = [
         _item("q_k_v_do_tiles", 4 * tile * dk * b, f"4 tiles (Q, K, V, dO) x {tile} x kL1 {dk} x {b} B",
               "SK-16 C1/C2 operands, C-TILE-05 [L0, L1] tiles"),
-        _item("P_DS_LEFT", 2 * tile * tile * b * depth, f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
+        _item("P_DS_LEFT", 2 * tile * tile * b * depth,
+              f"2 (P, dS) x {tile} x {tile} x {b} B x KERNEL_TASK_NUM {depth}",
               "FAI example 49 MM2_LEFT_SIZE, SK-16 C2 operands"),
     ]
     return make_budget("L1", items, device.l1_bytes, f"devices.yaml {device.ref('l1_bytes')}")

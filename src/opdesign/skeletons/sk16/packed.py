@@ -22,9 +22,9 @@ def check_varlen(spec: Spec) -> None:
         return
     for i, axis in enumerate(spec.dynamic_axes):
         if not axis.uniform:
-            raise SpecError(f"dynamic_axes.{i}.uniform: a varlen backward on layout {spec.layout} is not planned by this "
-                            "version: SK-16-R10 reads per-batch offsets and lengths from the cumulative actual_q / "
-                            "actual_kv of the packed layout; declare `layout: TND`")
+            raise SpecError(f"dynamic_axes.{i}.uniform: a varlen backward on layout {spec.layout} is not planned "
+                            "by this version: SK-16-R10 reads per-batch offsets and lengths from the cumulative "
+                            "actual_q / actual_kv of the packed layout; declare `layout: TND`")
 
 
 def packed_shapes(spec: Spec) -> tuple[list[str], list[str], list[str]]:
@@ -35,14 +35,16 @@ def packed_shapes(spec: Spec) -> tuple[list[str], list[str], list[str]]:
 
 
 def length_inputs(spec: Spec) -> list[TensorSpec]:
-    """The two cumulative ``[batch]`` int32 offsets (``actual_seq_q``, ``actual_seq_kv``), after the golden's tensors."""
+    """The two cumulative ``[batch]`` int32 offsets (``actual_seq_q``, ``actual_seq_kv``), after the golden's
+    tensors."""
     return [TensorSpec(name=n, shape=["batch"], dtype="int32") for n in cumulative_lengths(spec)]
 
 
 def host_tensors_entry(spec: Spec, rec_purpose: str) -> ConfigEntry:
     """``runtime_options.ready_on_host_tensors`` of a TND backward: the card's actual_q / actual_kv under the
     interface names, required (every loop bound and row offset is read from them)."""
-    return ConfigEntry(key="runtime_options.ready_on_host_tensors", value=list(cumulative_lengths(spec)), status="required",
+    return ConfigEntry(key="runtime_options.ready_on_host_tensors", value=list(cumulative_lengths(spec)),
+                       status="required",
                        purpose=f"{rec_purpose} The card's actual_q / actual_kv are the interface's cumulative "
                                "actual_seq_q / actual_seq_kv: the batch loop reads its row offsets cum[b-1] and "
                                "lengths from them, and the s1 / s2 loop bounds depend on them.",

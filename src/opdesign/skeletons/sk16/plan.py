@@ -55,10 +55,12 @@ from opdesign.skeletons.sk16.budget import budgets, expansion
 from opdesign.skeletons.sk16.packed import check_varlen, host_tensors_entry, length_inputs, packed_shapes
 from opdesign.spec import Spec
 
-SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",), "layout": ("BNSD", "BSND", "TND")}
+SUPPORTED = {"mask": ("none", "causal"), "kv_cache": ("contiguous",), "quant": ("none",),
+             "layout": ("BNSD", "BSND", "TND")}
 ATOMS = (
     ("AT-12", "C1: S = Q K^T (scale applied in V1 as a compile-time float, SK-16-R6); dP = dO V^T has the same shape"),
-    ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape, no where masks (SK-16-R5)"),
+    ("AT-20", "tails: seq_q / seq_kv need not be multiples of the tiles; view + valid_shape, "
+              "no where masks (SK-16-R5)"),
     ("AT-21", "sub-graph scopes: V1 in scope 1, V2 in scope 2, matmuls outside (SK-16 sg_set_scope)"),
 )
 
@@ -99,23 +101,28 @@ def estimate_sk16(spec: Spec, golden_module_count: tuple[int, str] | None = None
                   else f"sum(visible kv blocks per q block {pairs})")
     packed = "; TND: at most, seq_q / seq_kv are per-batch maxima (SK-16-R10)" if spec.layout == "TND" else ""
     counts = [
-        Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, Q_TILE {tile})", source="SK-16 loop nest (s1)"),
-        Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, KV_TILE {tile})", source="SK-16 loop nest (s2)"),
+        Decision(name="q_tiles", value=q_tiles, basis=f"ceildiv(seq_q {s.seq_q}, Q_TILE {tile})",
+                 source="SK-16 loop nest (s1)"),
+        Decision(name="kv_tiles", value=kv_tiles, basis=f"ceildiv(seq_kv {s.seq_kv}, KV_TILE {tile})",
+                 source="SK-16 loop nest (s2)"),
         Decision(name="passes", value=passes, basis=reason_text, source="SK-16-R1, SK-16-R11, backward decision table"),
         Decision(name="qk_per_block_pair", value=qk_per_pair,
                  basis="single pass evaluates Q K^T once per (s1, s2) pair" if passes == 1
                  else "pass 1 (dQ) and pass 2 (dK, dV) each evaluate Q K^T; l/m are inputs, so no statistics pass",
                  source="SK-16-R1, card two_pass_qk_per_block"),
-        Decision(name="root_count", value=root_count, basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}{packed}",
+        Decision(name="root_count", value=root_count,
+                 basis=f"batch {s.batch} x num_heads {s.num_heads} x q_tiles {q_tiles}{packed}",
                  source="SK-01 structural table (root count)"),
         Decision(name="task_count", value=task_count,
                  basis=f"batch {s.batch} x num_heads {s.num_heads} x {pair_basis} x passes {passes}{packed}",
                  source="SK-16 task count, backward decision table"),
         Decision(name="work_per_root_macs", value=work,
-                 basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} x head_dim {s.head_dim}",
+                 basis=f"{mm_per_pair} matmuls per block pair x Q_TILE {tile} x seq_kv {s.seq_kv} "
+                       f"x head_dim {s.head_dim}",
                  source="SK-16 stages (C1 2 + C2 3 matmuls), SK-01 structural table (task granularity)"),
         Decision(name="cores_busy", value=min(root_count, device.aic_cores),
-                 basis=f"min(root_count, aic_cores {device.aic_cores})", source=f"devices.yaml {device.ref('aic_cores')}"),
+                 basis=f"min(root_count, aic_cores {device.aic_cores})",
+                 source=f"devices.yaml {device.ref('aic_cores')}"),
     ]
     sched = schedule(device.aic_cores, root_count, task_count, max(pairs, default=0) * passes,
                      text("sched.chain.backward", passes=passes))
@@ -213,7 +220,8 @@ def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
                 f"{b.buffer} {b.total_bytes} B > {b.capacity_bytes} B" for b in over) + " (C-TILE-03)")
         tile //= 2
     basis = (f"min(safe tile {safe}, align{align}(min(seq_q hi, seq_kv hi) {hi}))" if tile == first else
-             f"safe tile {first} halved to {tile} until UB/L1/L0 fit {device.name} (largest power-of-two step that fits)")
+             f"safe tile {first} halved to {tile} until UB/L1/L0 fit {device.name} "
+             "(largest power-of-two step that fits)")
     decisions = [
         Decision(name=name, value=tile, basis=basis + "; square tiles so one C2 TileShape serves dV, dQ and dK",
                  source="SK-01 safe baseline, C-TILE-03, SK-16 C2 stage")
@@ -224,26 +232,31 @@ def _fit_tiles(spec: Spec, device: DeviceProfile, sk01: Card, passes: int):
 
 CUBE_REASON = {
     "C1": "S = Q K^T and dP = dO V^T: m q rows, k head_dim, n kv columns; [L0, L1] per C-TILE-05",
-    "C2": "dV = P^T dO, dQ = dS K, dK = dS^T Q: m and k are Q_TILE = KV_TILE, n head_dim; P, dS cast to the input dtype (SK-16-R9)",
+    "C2": "dV = P^T dO, dQ = dS K, dK = dS^T Q: m and k are Q_TILE = KV_TILE, n head_dim; "
+          "P, dS cast to the input dtype (SK-16-R9)",
 }
 
 
 def _vec_tiles(spec: Spec, tile: int, sk01: Card) -> dict[str, VecTile]:
-    """V1 on the [tile, tile] score block, V2 on [tile, head_dim] rows: smallest safe rows, 16-aligned columns (C-TILE-02)."""
+    """V1 on the [tile, tile] score block, V2 on [tile, head_dim] rows: smallest safe rows, 16-aligned columns
+    (C-TILE-02)."""
     lo, hi = sk01.param("safe_vec_range")
     d = spec.shape.head_dim
     rows = min(lo, tile)
     return {
         "V1": VecTile(stage="V1", shape=(rows, min(hi, align_up(tile, 16))), dtype="fp32", view=(tile, tile),
-                      reason="P from l/m and dS on the score block in FP32; columns 16-aligned for FP32 and the BF16 casts (C-TILE-02)"),
+                      reason="P from l/m and dS on the score block in FP32; columns 16-aligned for FP32 and the BF16 "
+                             "casts (C-TILE-02)"),
         "V2": VecTile(stage="V2", shape=(rows, min(hi, align_up(d, 16))), dtype="fp32", view=(tile, d),
-                      reason="D = rowsum(O*dO) before the s2 loop, then the dQ/dK scale on [tile, head_dim] (C-TILE-08: new shape, new TileShape)"),
+                      reason="D = rowsum(O*dO) before the s2 loop, then the dQ/dK scale on [tile, head_dim] "
+                             "(C-TILE-08: new shape, new TileShape)"),
     }
 
 
 def _unroll(sk16: Card) -> Unroll:
     return Unroll(candidates=list(sk16.unroll_candidates.get("default", [1])), unroll_factor=1, unroll_list=[1],
-                  remainder_rule="factor 1 divides every kv_tiles count", source="SK-16 (no unroll candidates), C-LOOP-05",
+                  remainder_rule="factor 1 divides every kv_tiles count",
+                  source="SK-16 (no unroll candidates), C-LOOP-05",
                   reason="SK-16 lists no unroll candidates; the s2 loop keeps the default [1] (C-LOOP-05)")
 
 
@@ -255,19 +268,21 @@ def _config(spec: Spec, sk16: Card) -> tuple[dict[str, dict[str, Any]], list[Con
         group, _, name = rec.key.partition(".")
         wanted = rec.status != "per_scenario" and not rec.when
         if group in config and (wanted or (name == "max_workspace_kb" and _family(spec) == "a3")):
-            value, purpose, source = rec.value, rec.purpose, f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}"
+            value, purpose, source = (rec.value, rec.purpose,
+                                      f"SK-16 configuration{f' ({rec.when})' if rec.when else ''}")
             api = load_api_surface()
             limit = api.runtime_limits.get(name) if group == "runtime_options" else None
             if limit is not None and isinstance(value, int) and value > limit["max"]:
                 # the framework wins over the card: its SIM does not survive the card's value
-                value, purpose = limit["max"], f"{purpose} Card value {rec.value}, capped at {limit['max']}: {limit['why']}."
+                value, purpose = (limit["max"],
+                                  f"{purpose} Card value {rec.value}, capped at {limit['max']}: {limit['why']}.")
                 source += f", PyPTO {api.release} (constraints/pypto_api_notes.yaml)"
             if name == "max_workspace_kb":
                 # one measurement, not a formula: say so and how to size it for this SPEC
-                purpose = (f"{purpose} {value} KB is the figure measured on A3 for one shape of the reference backward "
-                           "(flash_attention_mha_grad_impl_a3.py), not derived from this SPEC's shapes; no source gives a "
-                           "formula. Size it from the workspace the real compile reports for the largest typical config "
-                           "and keep the larger of the two.")
+                purpose = (f"{purpose} {value} KB is the figure measured on A3 for one shape of the reference "
+                           "backward (flash_attention_mha_grad_impl_a3.py), not derived from this SPEC's shapes; "
+                           "no source gives a formula. Size it from the workspace the real compile reports for the "
+                           "largest typical config and keep the larger of the two.")
                 source += ", one A3 measurement"
             if group == "runtime_options" and api.runtime_options and name not in api.runtime_options:
                 # the framework wins over the card: the release's set_options does not know the name
@@ -328,17 +343,19 @@ def _loops(spec: Spec, passes: int) -> list[LoopRow]:
     if spec.layout == "TND":  # SK-16-R10: per-batch offsets and lengths from the cumulative offsets
         one[0] = one[0].model_copy(update={"dependence": "independent; rows [cum[b-1], cum[b]) of actual_seq_q / "
                                                          "actual_seq_kv (cum[-1] = 0) give q_len, kv_len"})
-        one = [r.model_copy(update={"bound": r.bound.replace("seq_q", "q_len").replace("seq_kv", "kv_len")}) for r in one]
+        one = [r.model_copy(update={"bound": r.bound.replace("seq_q", "q_len").replace("seq_kv", "kv_len")})
+               for r in one]
     if passes == 1:
         return one
     one[3] = one[3].model_copy(update={"name": "kv_idx (pass 1)", "dependence": "carries dq_acc (UB accumulator)"})
     one[2] = one[2].model_copy(update={"name": "q_idx (pass 1)"})
     return one + [
-        LoopRow(name="kvh_idx (pass 2)", loop_kind="pypto.loop", bound="num_kv_heads", step="1", dependence="independent"),
-        LoopRow(name="kv_idx (pass 2)", loop_kind="pypto.loop", bound=f"ceildiv({kv_len}, KV_TILE)", step="KV_TILE rows",
-                dependence="independent (owns its dK/dV rows)"),
-        LoopRow(name="gq_idx (pass 2)", loop_kind="pypto.loop", bound=f"{g} x ceildiv({q_len}, Q_TILE)", step="one (head, Q tile)",
-                dependence="carries dk_acc, dv_acc (UB accumulators)"),
+        LoopRow(name="kvh_idx (pass 2)", loop_kind="pypto.loop", bound="num_kv_heads", step="1",
+                dependence="independent"),
+        LoopRow(name="kv_idx (pass 2)", loop_kind="pypto.loop", bound=f"ceildiv({kv_len}, KV_TILE)",
+                step="KV_TILE rows", dependence="independent (owns its dK/dV rows)"),
+        LoopRow(name="gq_idx (pass 2)", loop_kind="pypto.loop", bound=f"{g} x ceildiv({q_len}, Q_TILE)",
+                step="one (head, Q tile)", dependence="carries dk_acc, dv_acc (UB accumulators)"),
     ]
 
 
@@ -367,22 +384,26 @@ def _state(spec: Spec, tile: int, passes: int) -> list[StateRow]:
 def _risks(spec: Spec, ub: Budget, tile: int, passes: int) -> list[str]:
     s = spec.shape
     out = [f"UB margin {ub.capacity_bytes - ub.total_bytes} B of {ub.capacity_bytes} B "
-           f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): any added vector buffer must be re-budgeted (C-TILE-03)."]
+           f"({100 * ub.total_bytes / ub.capacity_bytes:.1f} % used): any added vector buffer must be re-budgeted "
+           "(C-TILE-03)."]
     if s.seq_q % tile or s.seq_kv % tile:
-        out.append(f"tails: seq_q {s.seq_q} mod {tile} = {s.seq_q % tile}, seq_kv {s.seq_kv} mod {tile} = {s.seq_kv % tile}; "
-                   "padded l rows must read as 1 and padded Q/K/V/O/dO rows as 0, and atomic_add writes valid rows only (AT-20).")
+        out.append(f"tails: seq_q {s.seq_q} mod {tile} = {s.seq_q % tile}, "
+                   f"seq_kv {s.seq_kv} mod {tile} = {s.seq_kv % tile}; "
+                   "padded l rows must read as 1 and padded Q/K/V/O/dO rows as 0, and atomic_add writes valid rows "
+                   "only (AT-20).")
     if passes == 1:
         out.append("atomic_add order is not deterministic: results may differ in the last bits run to run; "
                    "a deterministic order is one of the three two-pass reasons (SK-16-R11).")
     if spec.mask == "causal":
         out.append("causal mask: Q tiles see different numbers of KV tiles (uneven per-core work); rows that see "
                    "no KV column need neutral forward statistics (m = 0, l = 1) or P becomes 0/0.")
-    out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); a cast to the input dtype is the caller's.")
+    out.append("the gradients are FP32 GM tensors (atomic_add accumulation, C-API-05); "
+               "a cast to the input dtype is the caller's.")
     if _family(spec) == "a3":
         out.append("runtime_options.max_workspace_kb is the card's single A3 measurement (one shape of the reference "
-                   "backward), not sized for this SPEC's shapes, and PyPTO 0.2.0 has no such runtime option (the kernel "
-                   "leaves it out): on a release that has it, re-size it from the real compile's workspace report "
-                   "for the largest typical config before trusting it.")
+                   "backward), not sized for this SPEC's shapes, and PyPTO 0.2.0 has no such runtime option "
+                   "(the kernel leaves it out): on a release that has it, re-size it from the real compile's "
+                   "workspace report for the largest typical config before trusting it.")
     return out
 
 

@@ -80,7 +80,8 @@ def check_named_loops(ctx: Context) -> Iterator[Hit]:
       bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
            '    sij = pypto.where(kv_cols < kv_valid, sij, -3.4e38)'),
       good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
-            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])'), attention_only=True)
+            '    kj = pypto.view(k, [KV_TILE, HEAD_DIM], [b_idx, kv_h, kv_off, 0], valid_shape=[kv_valid, HEAD_DIM])'),
+      attention_only=True)
 def check_no_where(ctx: Context) -> Iterator[Hit]:
     """No ``where`` in the SK-16 kernel: it forces the vector path and breaks the matmul -> atomic_add
     fusion. Tails are bounded by ``view(..., valid_shape=...)``; a causal mask uses a fill op."""
@@ -89,7 +90,8 @@ def check_no_where(ctx: Context) -> Iterator[Hit]:
         return
     for call, node, _loops in _kernel_calls(ctx, kernel):
         if call_name(call) == "where":
-            yield Hit(ctx.program.call_line(call, node), "where mask in the SK-16 kernel: bound tails with view + valid_shape")
+            yield Hit(ctx.program.call_line(call, node),
+                      "where mask in the SK-16 kernel: bound tails with view + valid_shape")
 
 
 def _exp_names(ctx: Context, kernel: Node) -> set[str]:
@@ -97,7 +99,8 @@ def _exp_names(ctx: Context, kernel: Node) -> set[str]:
     out = set()
     for node, _loops in ctx.program.walk(kernel.body):
         s = node.stmt
-        if isinstance(s, ast.Assign) and any(isinstance(n, ast.Call) and call_name(n) == "exp" for n in astnodes.walk(s.value)):
+        if isinstance(s, ast.Assign) and any(isinstance(n, ast.Call) and call_name(n) == "exp"
+                                             for n in astnodes.walk(s.value)):
             out |= {t.id for t in s.targets if isinstance(t, ast.Name)}
     return out
 
@@ -107,7 +110,8 @@ def _exp_names(ctx: Context, kernel: Node) -> set[str]:
       bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
            '    mij = pypto.amax(sij, dim=-1, keepdim=True)   # m is an input: rebuilt'),
       good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
-            '    mi = pypto.view(m, [Q_TILE, 1], [b_idx, h_idx, q_off, 0], valid_shape=[q_valid, 1])'), attention_only=True)
+            '    mi = pypto.view(m, [Q_TILE, 1], [b_idx, h_idx, q_off, 0], valid_shape=[q_valid, 1])'),
+      attention_only=True)
 def check_stats_not_recomputed(ctx: Context) -> Iterator[Hit]:
     """When the kernel takes the forward row max / row sum (``l``, ``m``, ``lse``, ``softmax_max`` ...)
     it reads them: a row max (``amax``) or a row sum of exponentials (``sum`` of an ``exp``) in the
@@ -131,7 +135,8 @@ def check_stats_not_recomputed(ctx: Context) -> Iterator[Hit]:
         else:
             continue
         yield Hit(ctx.program.call_line(call, node),
-                  f"{name}(...) recomputes {what}, but the kernel takes {', '.join(stats)} as inputs: read them with view")
+                  f"{name}(...) recomputes {what}, but the kernel takes {', '.join(stats)} as inputs: "
+                  "read them with view")
 
 
 def _runtime_call(expr: ast.AST) -> str | None:
@@ -180,7 +185,8 @@ def _zeroed_outside(ctx: Context, kernel: Node) -> set[str]:
             out |= {t.id for t in s.targets if isinstance(t, ast.Name)}
         for call in node.calls():
             owner = call.func.value if isinstance(call.func, ast.Attribute) else None
-            zero_fill = call_name(call) == "fill_" and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value == 0
+            zero_fill = (call_name(call) == "fill_" and call.args and isinstance(call.args[0], ast.Constant)
+                         and call.args[0].value == 0)
             if isinstance(owner, ast.Name) and (call_name(call) == "zero_" or zero_fill):
                 out.add(owner.id)
     return out
@@ -199,13 +205,15 @@ def _zeroed_params(ctx: Context, kernel: Node) -> set[str]:
 
 
 @rule("SK-16-R4", "error", "pseudocode", "SK-16-R4",
-      "an atomic_add target is not zero-initialised on the host before the launch (or is zeroed by assemble in the kernel)",
+      "an atomic_add target is not zero-initialised on the host before the launch "
+      "(or is zeroed by assemble in the kernel)",
       bad=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
            '    pypto.atomic_add(dqi, [b_idx, h_idx, q_off, 0], dq)\n\ndef bwd(q, k, v, o, do, l, m):   # host side\n'
            '    dq = torch.empty(q.shape, dtype=torch.float32)\n    bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv)'),
       good=('# opdesign: {skeleton: SK-16}\n@pypto.frontend.jit()\ndef bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv):\n'
             '    pypto.atomic_add(dqi, [b_idx, h_idx, q_off, 0], dq)\n\ndef bwd(q, k, v, o, do, l, m):   # host side\n'
-            '    dq = torch.zeros(q.shape, dtype=torch.float32)\n    bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv)'), attention_only=True)
+            '    dq = torch.zeros(q.shape, dtype=torch.float32)\n    bwd_kernel(q, k, v, o, do, l, m, dq, dk, dv)'),
+      attention_only=True)
 def check_zero_init(ctx: Context) -> Iterator[Hit]:
     """``atomic_add`` adds the block products of many loop steps into GM: the target must hold zeros
     before the kernel starts, written by the host (``torch.zeros`` passed to the kernel). Zeroing it
@@ -238,6 +246,7 @@ def check_zero_init(ctx: Context) -> Iterator[Hit]:
                       f"atomic_add into {name}, but {name} is not zero-initialised on the host before the launch "
                       "(torch.zeros passed to the kernel)")
     for call, node, _loops in calls:
-        if call_name(call) == "assemble" and call.args and isinstance(call.args[-1], ast.Name) and call.args[-1].id in targets:
+        if (call_name(call) == "assemble" and call.args and isinstance(call.args[-1], ast.Name)
+                and call.args[-1].id in targets):
             yield Hit(ctx.program.call_line(call, node),
                       f"assemble into the atomic_add target {call.args[-1].id}: zero it on the host, not in the kernel")

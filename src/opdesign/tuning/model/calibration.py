@@ -72,8 +72,9 @@ def fit_params(samples: list[tuple[object, object, list[dict]]], rescore, base: 
     rows with ``sim_us``). ``rescore(spec, plan, params) -> {row_key: score_cycles}``. The objective is
     the mean Spearman rho between the re-scored rows and their SIM times over the SPECs (ties: the
     point nearest the default parameters, :func:`_distance`). ``base`` holds the figures that are not
-    fitted (default: :class:`CostParams`; the SIM transfer figures when measured). Returns ``{"params", "spearman", "default_spearman",
-    "table", "per_spec_default", "per_spec_fit"}`` (the last two: rho per SPEC, in ``samples`` order).
+    fitted (default: :class:`CostParams`; the SIM transfer figures when measured). Returns
+    ``{"params", "spearman", "default_spearman", "table", "per_spec_default", "per_spec_fit"}`` (the last
+    two: rho per SPEC, in ``samples`` order).
     """
     from opdesign.tuning.agreement import spearman
 

@@ -119,7 +119,8 @@ def formula_for(op: str, dtype: str, cols: int) -> FormulaMatch:
     if match is None and dtype == "bf16":
         match = _source_lookup(op, "fp16", cols)
         if match is not None:
-            return FormulaMatch(match.op, match.dtype, match.cols, match.slope, match.bias, f"bf16-as-fp16 {match.rule}")
+            return FormulaMatch(match.op, match.dtype, match.cols, match.slope, match.bias,
+                                f"bf16-as-fp16 {match.rule}")
     if match is not None:
         return match
     dt = "fp16" if dtype == "bf16" else dtype
@@ -156,7 +157,8 @@ def bandwidth(device: DeviceProfile, path: str) -> float:
     """Bytes per cycle of a memory path from the device profile (``bandwidth.<path>_bytes_per_cycle``)."""
     key = f"{path}_bytes_per_cycle"
     if key not in device.bandwidth:
-        raise CatalogError(f"constraints/devices.yaml: {device.name}.bandwidth.{key} missing (needed by the cost model)")
+        raise CatalogError(f"constraints/devices.yaml: {device.name}.bandwidth.{key} missing "
+                           "(needed by the cost model)")
     return device.bandwidth[key]
 
 

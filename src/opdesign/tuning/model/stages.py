@@ -131,7 +131,8 @@ def stage_cycles(ctx: Context, c: dict[str, np.ndarray], params: CostParams | No
     pages_k = cdiv(n1, page) if page else 1
     c1 = np.maximum.reduce([
         _xfer(ctx, "gm_to_l1", blocks * (1 + pages_k), blocks * (m1 * d1 + d1 * n1) * b, params),
-        _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b, params) + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b, params),
+        _xfer(ctx, "l1_to_l0a", blocks, blocks * m1 * d1 * b, params)
+        + _xfer(ctx, "l1_to_l0b", blocks, blocks * d1 * n1 * b, params),
         blocks * cdiv(m1, m0) * cdiv(n1, n0) * cdiv(d1, k10) * matmul_cycles(m0, k10, n0, dt, dev),
         _xfer(ctx, "l0c_to_gm", blocks * cdiv(m1, m0) * cdiv(n1, n0), blocks * m1 * n1 * acc, params),
     ])

@@ -254,7 +254,8 @@ class _Checker:
             if owner and owner[0] == SCALAR and call.func.attr in ("min", "max"):
                 return (SCALAR, None)
             if owner and owner[0] == TENSOR:
-                if call.func.attr in ("view", "reshape") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+                if (call.func.attr in ("view", "reshape") and call.args
+                        and isinstance(call.args[0], (ast.List, ast.Tuple))):
                     return (TENSOR, len(call.args[0].elts))
                 return (TENSOR, owner[1])
         return None

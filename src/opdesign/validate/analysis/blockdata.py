@@ -160,7 +160,8 @@ def is_attention_design(ctx: Context) -> bool:
 def skeleton(ctx: Context) -> str | None:
     """The design's skeleton: the block's ``skeleton`` when it is a known id; else (no block, or a
     malformed / unknown value, which OD-NUM-02 reports) the first SK id of the decisions chapter's
-    selection table; else (a kernel ``.py``) the skeleton its docstring names; else None (unknown: the fallback skeleton's rules apply, see :func:`rules_skeleton`).
+    selection table; else (a kernel ``.py``) the skeleton its docstring names; else None (unknown: the
+    fallback skeleton's rules apply, see :func:`rules_skeleton`).
     A bad value in the block therefore never switches rules off."""
     return block_skeleton(ctx) or table_skeleton(ctx) or ctx.declared_skeleton
 

@@ -123,7 +123,8 @@ def program_ints(program: Program) -> dict[str, int]:
             args = st.args
             positional = args.posonlyargs + args.args
             defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-            for arg, default in list(zip(positional, defaults, strict=True)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=True)):
+            for arg, default in (list(zip(positional, defaults, strict=True))
+                                 + list(zip(args.kwonlyargs, args.kw_defaults, strict=True))):
                 bindings.setdefault(arg.arg, []).append(default if default is not None else ast.Constant(value=None))
     ints: dict[str, int] = dict(program.constants)
     for _round in range(4):  # names defined from other names (``s2_tile = 4 * q_tile``)

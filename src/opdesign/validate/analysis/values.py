@@ -167,7 +167,8 @@ class Values:
             if index is not None and position is not None and -len(dims) <= position < len(dims):
                 kinds.append(self._dim_kind(dims[position]))
             else:
-                kinds.append(join([self._dim_kind(d) for d in dims] + ([self.kind(index)] if index is not None else [])))
+                kinds.append(join([self._dim_kind(d) for d in dims]
+                                  + ([self.kind(index)] if index is not None else [])))
         return join(kinds)
 
     def _dims(self, value: ast.expr | str) -> list[ast.expr] | None:

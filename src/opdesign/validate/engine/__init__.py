@@ -132,7 +132,8 @@ def _lint_kernel(text: str, name: str, target: str | None = None) -> list[Findin
     if source.program is not None and source.program.kernel is None:  # OD-KN-08; whole-file rules still run
         said = Finding(rule=NO_KERNEL_RULE, level="info", file=name, line=1,
                        message=_one_line(no_kernel_message(source, all_rules())))
-        return list(dict.fromkeys([f for r in WHOLE_FILE_RULES for f in _check(all_rules()[r], ctx, name, name)] + [said]))
+        return list(dict.fromkeys([f for r in WHOLE_FILE_RULES for f in _check(all_rules()[r], ctx, name, name)]
+                                  + [said]))
     attention = source.program is not None and is_attention_kernel(ctx)
     findings = [f for rule in all_rules().values() if rule.on_kernel and (attention or not rule.attention_only)
                 and (source.program is not None or rule.id == SYNTAX_RULE) for f in _check(rule, ctx, name, name)]
@@ -345,7 +346,8 @@ def _validate_file(given: str, target: str | None = None) -> tuple[list[str], li
             iface = ("ok", _read(iface_path))
         except Unusable as err:
             iface = (None, "invalid", f"interface file unusable: {err}", 1)
-    return files, _run_memo(text, name, iface_name, iface, target) + extra + design_findings(text, name, iface_name, iface, sources, heads)
+    return files, (_run_memo(text, name, iface_name, iface, target) + extra
+                   + design_findings(text, name, iface_name, iface, sources, heads))
 
 
 def _is_spec(path: Path, text: str) -> bool:

@@ -236,7 +236,8 @@ def parse(text: str) -> Document:
         elif kind == "html_block":
             _directives(doc, tok.content, tok.map[0] + 1)
             if not tok.content.lstrip().startswith("<!--"):
-                doc.spans += [Span(text=line, line=tok.map[0] + 1 + n) for n, line in enumerate(tok.content.splitlines())]
+                doc.spans += [Span(text=line, line=tok.map[0] + 1 + n)
+                              for n, line in enumerate(tok.content.splitlines())]
         if kind == "inline":
             doc.spans += _spans(tok)
             for child in tok.children or []:

@@ -94,7 +94,8 @@ def _is_jit(fn: ast.FunctionDef | ast.AsyncFunctionDef, names: _Names | None = N
         if names is None:
             if name.split(".")[0] not in _OTHER_JIT_ROOTS:
                 return True
-        elif (root and root.split(".")[0] in names.modules) or (not root and names.functions.get(name, "").endswith("jit")):
+        elif ((root and root.split(".")[0] in names.modules)
+              or (not root and names.functions.get(name, "").endswith("jit"))):
             return True
     for d in fn.decorator_list:  # ``_JIT = pypto.frontend.jit(...)`` then ``@_JIT``
         if names is not None and dotted(d.func if isinstance(d, ast.Call) else d) in names.jit_aliases:
@@ -197,7 +198,8 @@ def find_kernels(tree: ast.Module) -> list[ast.stmt]:
             kernel = True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not inside and _loops_itself(node, names):
             kernel = True
-        if kernel and not (inside and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_jit(node, names)):
+        if kernel and not (inside and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and not _is_jit(node, names)):
             found.append(node)
         stack += [(child, inside or kernel) for child in reversed(astnodes.children(node))]
     return sorted({id(k): k for k in found}.values(), key=lambda k: (k.lineno, k.col_offset))

@@ -175,7 +175,8 @@ class Program:
     #: the walk with the kernel facts at each node (:func:`opdesign.validate.analysis.codeflow.walk`), likewise
     _flowed: list[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def walk(self, nodes: list[Node] | None = None, loops: tuple[Node, ...] = ()) -> Iterator[tuple[Node, tuple[Node, ...]]]:
+    def walk(self, nodes: list[Node] | None = None,
+             loops: tuple[Node, ...] = ()) -> Iterator[tuple[Node, tuple[Node, ...]]]:
         """Every node in textual order with the for-loops enclosing it (outermost first). The walk of the
         whole program is listed once (the rules walk it many times; its nodes are never edited)."""
         if nodes is None and not loops:

@@ -30,7 +30,8 @@ def _cube_nbuffer(ctx: Context) -> int:
     stated = bd.pos_int((ctx.block or {}).get("cube_nbuffer"))
     if stated:
         return stated
-    rec = next(r for r in bd.catalog().card(skeletons().fallback.id).config if r.key == "pass_options.cube_nbuffer_setting")
+    rec = next(r for r in bd.catalog().card(skeletons().fallback.id).config
+               if r.key == "pass_options.cube_nbuffer_setting")
     return int(rec.value[-1])
 
 
@@ -78,7 +79,7 @@ def check_budgets(ctx: Context) -> Iterator[Hit]:
     with the skeleton package's formulas also UB and L1; for SK-01: UB per vector sub-block incl. resident oi/li/mi in the
     baseline form, and L1 operands x cube_nbuffer plus MM2_LEFT_SIZE) and held against the named device profile
     (``constraints/devices.yaml``). A stated total above the stated or the device capacity is
-    reported as well, even when the tiles cannot be re-derived."""
+    reported as well, even when the tiles cannot be re-derived."""  # noqa: E501 (the rule's explanation, printed as written)
     block = ctx.block or {}
     again = recomputed_budgets(ctx)
     for key, buffer, stated in (("ub_budget", "UB", checks.ub_fits), ("l1_budget", "L1", checks.l1_fits)):
@@ -127,14 +128,16 @@ def check_budget_figures(ctx: Context) -> Iterator[Hit]:
       "the expression-expansion estimate exceeds the limit",
       bad=('opdesign:\n  vec_tiles:   # V1: 256 x 64 = 16384 tiles, x 3 per op\n'
            '    V1: {shape: [16, 16], dtype: fp32, view: [4096, 1024]}\n'
-           '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n  expansion: {max_per_op: 49152, limit: 18000}'),
+           '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n'
+           '  expansion: {max_per_op: 49152, limit: 18000}'),
       good=('opdesign:\n  vec_tiles:\n    V1: {shape: [16, 128], dtype: fp32, view: [4096, 1024]}\n'
-            '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n  expansion: {max_per_op: 6144, limit: 18000}'), needs_block=True)
+            '    V2: {shape: [16, 128], dtype: fp32, view: [4096, 128]}\n'
+            '  expansion: {max_per_op: 6144, limit: 18000}'), needs_block=True)
 def check_expansion(ctx: Context) -> Iterator[Hit]:
     """Per vector op ``ceil(view / tile) x (1 + inputs)`` (re-derived with the skeleton package's op
     tables from the block's vector tiles; for SK-01 FP8 ops included when ``quant: fp8``)
     stays within C-TILE-04's ``expansion_limit``; the stated ``expansion.max_per_op`` too (any skeleton). A warning: the limit is an estimate,
-    to be confirmed by the real compile (C-TILE-04 is a should)."""
+    to be confirmed by the real compile (C-TILE-04 is a should)."""  # noqa: E501 (the rule's explanation, printed as written)
     limit = bd.constraint("C-TILE-04").param("expansion_limit")
     block = ctx.block or {}
     stated = checks.stated_expansion(block)
@@ -209,7 +212,8 @@ def check_code_numbers(ctx: Context) -> Iterator[Hit]:
         stated = bd.pos_int(block.get(key))
         if const in program.constants and stated is not None and program.constants[const] != stated:
             line = next((n.line for n, _l in program.walk() if n.stmt is not None and
-                         const in [getattr(t, "id", None) for t in getattr(n.stmt, "targets", [])]), program.fence.first_line)
+                         const in [getattr(t, "id", None) for t in getattr(n.stmt, "targets", [])]),
+                        program.fence.first_line)
             yield Hit(line, f"{const} = {program.constants[const]}, the opdesign block says {key}: {stated}")
     for setter, group, fields in (("set_cube_tile_shapes", "cube_tiles", ("m", "k", "n")),
                                   ("set_vec_tile_shapes", "vec_tiles", ("shape",))):
@@ -229,7 +233,8 @@ def check_code_numbers(ctx: Context) -> Iterator[Hit]:
             want = [tile.get("shape")] if setter == "set_vec_tile_shapes" else [tile.get(f) for f in fields]
             want = want[0] if setter == "set_vec_tile_shapes" else want
             if code != want and _all_ints(code):
-                yield Hit(program.call_line(call, node), f"{setter}{tuple(code)} for {stage}, the opdesign block says {want}")
+                yield Hit(program.call_line(call, node),
+                          f"{setter}{tuple(code)} for {stage}, the opdesign block says {want}")
 
 
 def _all_ints(value: Any) -> bool:

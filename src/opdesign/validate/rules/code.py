@@ -28,8 +28,10 @@ VECTOR_OPS = frozenset({"mul", "amax", "amin", "sub", "exp", "sum", "cast", "div
 
 @rule("OD-KN-01", "error", "pseudocode", "opdesign validate (kernel source)",
       "the kernel .py is not valid Python",
-      bad="import pypto\n\n\n@pypto.frontend.jit()\ndef k(q, out):\n    for b in pypto.loop(4, name='b')\n        pass",
-      good="import pypto\n\n\n@pypto.frontend.jit()\ndef k(q, out):\n    for b in pypto.loop(4, name='b'):\n        pass",
+      bad="import pypto\n\n\n@pypto.frontend.jit()\ndef k(q, out):\n"
+          "    for b in pypto.loop(4, name='b')\n        pass",
+      good="import pypto\n\n\n@pypto.frontend.jit()\ndef k(q, out):\n"
+           "    for b in pypto.loop(4, name='b'):\n        pass",
       kind="kernel", kernel=True)
 def check_kernel_syntax(ctx: Context) -> Iterator[Hit]:
     """A kernel ``.py`` given to ``opdesign validate`` (or found in an operator folder) parses as Python;

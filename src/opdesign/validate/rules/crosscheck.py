@@ -71,7 +71,8 @@ def decoded_sources(kernels: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]
     return out
 
 
-def folder_sources(folder: Path, kernel_files: list[Path], read) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]]]:
+def folder_sources(folder: Path, kernel_files: list[Path],
+                   read) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]]]:
     """The folder's kernel sources ``(path, text)`` and the first bytes of its ``*_kernel.py`` /
     ``*_scaffold.py`` files ``(path, head)``, read with ``read(path) -> bytes``; unreadable ones are left out
     (the kernel rules report them)."""
@@ -188,7 +189,8 @@ def _constants(f: _Finder, consts, block, iface, iface_name, iface_line) -> None
         if const in consts and key in block and consts[const][0] != block[key]:
             f.add("OD-XC-01", consts[const][1], f.front_line("opdesign", key),
                   f"{const} = {consts[const][0]} in the kernel, {key}: {block[key]} in the design")
-    shapes = (iface or {}).get("composition_verification", {}).get("representative_shapes") if isinstance(iface, dict) else None
+    shapes = ((iface or {}).get("composition_verification", {}).get("representative_shapes")
+              if isinstance(iface, dict) else None)
     if not (isinstance(shapes, list) and shapes and isinstance(shapes[0], dict)):
         return
     first = shapes[0]
@@ -246,12 +248,14 @@ def _tiles(f: _Finder, proper: str, consts, block) -> None:
                 f.add("OD-XC-02", i + 1, f.front_line("opdesign", "vec_tiles", stage),
                       f"{stage} vector TileShape {list(args)} in the kernel, {expect} in the design")
     for stage in list(cube) + list(vec):
-        if stage not in seen and any(_STAGE.match(x.strip()) and _STAGE.match(x.strip()).group(1) == stage for x in lines):
+        if stage not in seen and any(_STAGE.match(x.strip()) and _STAGE.match(x.strip()).group(1) == stage
+                                     for x in lines):
             continue
         if stage not in seen:
             table_key = "cube_tiles" if stage in cube else "vec_tiles"
             f.add("OD-XC-02", 1, f.front_line("opdesign", table_key, stage),
-                  f"the design's {stage} TileShape is never set in the kernel (no set_*_tile_shapes under a `# {stage}` comment)")
+                  f"the design's {stage} TileShape is never set in the kernel "
+                  f"(no set_*_tile_shapes under a `# {stage}` comment)")
 
 
 def _inputs(f: _Finder, tree: ast.Module, iface, iface_name, iface_line) -> None:

@@ -21,7 +21,8 @@ PLACEHOLDER_WORDS = re.compile(r"\b(TODO|TBD|FIXME)\b|待补充|待确认|待填
 SLOT = re.compile(r"<([^<>\n]{1,80})>")
 BRACED = re.compile(r"\{\s*[^\W\d][\w .\-|/]*\}")  # {slot}, {a|b} and {a / b} choice slots
 HTML_TAGS = frozenset(
-    ["a", "abbr", "b", "br", "code", "details", "div", "em", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "u", "ul"])
+    ["a", "abbr", "b", "br", "code", "details", "div", "em", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s",
+     "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "u", "ul"])
 PASS_WORDS = frozenset({"pass", "passed", "ok", "通过", "已通过", "✅", "✓", "✔", "yes", "是"})
 EMPTY_BASIS = frozenset({"", "-", "—", "n/a", "na", "none", "无"})
 CHECK_TABLE = ("check", "检查")
@@ -137,8 +138,10 @@ def _int_range(value: Any) -> bool:
       "a required chapter of the CANNBot contract is missing",
       bad=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n## Operator Contract\n'
            '## Pseudocode'),
-      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n## 算子契约\n## 计算图与 API 映射\n'
-            '## 分解与模块边界\n## 范式与设计决策\n## 伪代码\n## 验证方案 / Verification Plan\n## 风险与开放问题'), kind='document')
+      good=('---\nschema_version: 1\nop_name: my_op\ndynamic_axes: [{name: batch}]\n---\n'
+            '## 算子契约\n## 计算图与 API 映射\n'
+            '## 分解与模块边界\n## 范式与设计决策\n## 伪代码\n## 验证方案 / Verification Plan\n## 风险与开放问题'),
+      kind='document')
 def check_chapters(ctx: Context) -> Iterator[Hit]:
     """Seven chapters: operator contract; compute graph and API mapping; decomposition and module
     boundaries; patterns and design decisions; pseudocode; verification plan; risks and open questions.
@@ -241,7 +244,8 @@ def check_placeholders(ctx: Context) -> Iterator[Hit]:
     for path, value in _front_strings(ctx.interfaces.data if ctx.interfaces else None):
         found = placeholders(value)
         if found:
-            yield Hit(ctx.iface_line(*path), f"placeholder {', '.join(found)} left in the interface file", interfaces=True)
+            yield Hit(ctx.iface_line(*path), f"placeholder {', '.join(found)} left in the interface file",
+                      interfaces=True)
 
 
 def _matches(header: list[str], aliases: tuple[str, ...]) -> bool:
@@ -267,7 +271,7 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
     ``检查`` first column, or any table under the Design Checks / 设计检查结果 sub-heading) in the
     verification plan. A missing table is reported at its chapter heading: an error with the ``opdesign:``
     block, a warning without it (CANNBot's ``references/artifacts.yaml`` requires headings and keys, not
-    tables: decisions written as prose bullets are valid, only not checkable). An empty table: an error."""
+    tables: decisions written as prose bullets are valid, only not checkable). An empty table: an error."""  # noqa: E501 (the rule's explanation, printed as written)
     for table in ctx.doc.tables:
         if _is_empty(table.rows):
             yield Hit(table.line, f"table '{' | '.join(table.header)}' has no filled row")
@@ -287,7 +291,8 @@ def check_tables(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-DOC-12", "warning", "document", "CANNBot quality self-check (typical configs, 7 columns)",
       "the operator contract has no typical-configurations table (a priority column)",
-      bad='## Operator Contract\n\n| tensor | role | shape | dtype |\n|---|---|---|---|\n| q | input | [B, S, D] | bfloat16 |',
+      bad=('## Operator Contract\n\n| tensor | role | shape | dtype |\n|---|---|---|---|\n'
+           '| q | input | [B, S, D] | bfloat16 |'),
       good=('## Operator Contract\n\n| name | type | priority | parameters |\n|---|---|---|---|\n'
             '| small | functional | P0 | batch=1 |'))
 def check_typical_configs(ctx: Context) -> Iterator[Hit]:

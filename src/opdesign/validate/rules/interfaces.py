@@ -124,7 +124,8 @@ def check_structure(ctx: Context) -> Iterator[Hit]:
                 yield _hit(ctx, f"{key}[{i}] has no name", key, i)
     for pos, (i, module) in enumerate(_modules(ctx), start=1):
         if _module_id(module) != pos:
-            yield _hit(ctx, f"module id {module.get('id')!r} should be {pos} (ids are consecutive from 1)", "modules", i, "id")
+            yield _hit(ctx, f"module id {module.get('id')!r} should be {pos} (ids are consecutive from 1)",
+                       "modules", i, "id")
         for key, needed in (("inputs", ("name", "source")), ("outputs", ("name",))):
             value = module.get(key)
             if not isinstance(value, list) or not value:
@@ -133,7 +134,8 @@ def check_structure(ctx: Context) -> Iterator[Hit]:
             for j, entry in enumerate(value):
                 missing = [n for n in needed if not isinstance(entry, dict) or not isinstance(entry.get(n), str)]
                 if missing:
-                    yield _hit(ctx, f"module {module.get('id')!r} {key}[{j}] needs {', '.join(missing)}", "modules", i, key, j)
+                    yield _hit(ctx, f"module {module.get('id')!r} {key}[{j}] needs {', '.join(missing)}",
+                               "modules", i, key, j)
 
 
 def _outputs_by_module(ctx: Context) -> dict[int, set[str]]:
@@ -216,7 +218,8 @@ def check_duplicate_outputs(ctx: Context) -> Iterator[Hit]:
     for i, module in _modules(ctx):
         for j, entry in _entries(module, "outputs"):
             mid = module.get("id")
-            key = (mid if isinstance(mid, (str, int, float, bool)) or mid is None else repr(mid), str(entry.get("name")))
+            key = (mid if isinstance(mid, (str, int, float, bool)) or mid is None else repr(mid),
+                   str(entry.get("name")))
             if key in seen:
                 yield _hit(ctx, f"module {key[0]!r} declares output '{key[1]}' twice", "modules", i, "outputs", j)
             seen.add(key)
@@ -322,9 +325,11 @@ def check_op_name(ctx: Context) -> Iterator[Hit]:
 
 @rule("OD-IF-12", "error", "interfaces", "CANNBot module_interfaces.yaml (primary_inputs in golden signature order)",
       "a tensor is listed twice among the primary inputs or among one module's inputs",
-      bad=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n- {name: topk_indices, shape: [batch], dtype: int32}\n'
+      bad=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n'
+           '- {name: topk_indices, shape: [batch], dtype: int32}\n'
            '- {name: topk_indices, shape: [batch], dtype: int32}'),
-      good=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n- {name: topk_indices, shape: [batch], dtype: int32}\n'
+      good=('primary_inputs:\n- {name: q, shape: [batch], dtype: bfloat16}\n'
+            '- {name: topk_indices, shape: [batch], dtype: int32}\n'
             '- {name: kv_act_seqs, shape: [batch], dtype: int32}'))
 def check_duplicate_inputs(ctx: Context) -> Iterator[Hit]:
     """``primary_inputs`` is the golden's signature, one entry per parameter, and a module's ``inputs``

@@ -53,16 +53,19 @@ def check_block_present(ctx: Context) -> Iterator[Hit]:
     re-derived (each skeleton package holds its formulas); that is said here too."""
     if ctx.block is None:
         skipped = [r.id for r in all_rules().values() if r.needs_block]
-        where = "the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict) else "no usable front matter"
+        where = ("the front matter has no opdesign mapping" if isinstance(ctx.doc.front.data, dict)
+                 else "no usable front matter")
         yield Hit(ctx.doc.front.first_line if ctx.doc.front.closed else 1,
                   f"{where}: {len(skipped)} rules skipped, not passed ({', '.join(skipped)})")
-    elif bd.block_skeleton(ctx) is not None and skeletons().find(bd.block_skeleton(ctx)) is None:  # no package re-derives it
+    # no package re-derives it
+    elif bd.block_skeleton(ctx) is not None and skeletons().find(bd.block_skeleton(ctx)) is None:
         yield Hit(ctx.block_line("skeleton"), f"skeleton {bd.skeleton(ctx)}: UB / L1 budgets and the expansion "
                   "estimate are not re-derived (SK-01 formulas); stated totals are checked against the device only")
 
 
 @rule("OD-NUM-02", "error", "numbers", "Plan.design_block() (opdesign block format)",
-      "the opdesign block is malformed: missing key, wrong type, out-of-range number, unknown skeleton, device, form or dtype",
+      "the opdesign block is malformed: missing key, wrong type, out-of-range number, unknown skeleton, device, "
+      "form or dtype",
       bad='opdesign:\n  device: a9\n  form: fast',
       good='opdesign:\n  device: a3\n  form: performance')
 def check_block_format(ctx: Context) -> Iterator[Hit]:
@@ -72,7 +75,7 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     head_dim, seq_q, seq_kv, module_count, cube_nbuffer and the budget / expansion figures are
     positive ints below 2^31, root_count and task_count below 2^53 (0, negative or huge values would read as "missing" and switch
     the rules that need them off). The skeleton is a catalog id (SK-01, SK-02, SK-16, exact spelling); with
-    an unknown one the rules run with the skeleton of the decisions chapter's selection table, else as SK-01."""
+    an unknown one the rules run with the skeleton of the decisions chapter's selection table, else as SK-01."""  # noqa: E501 (the rule's explanation, printed as written)
     if "opdesign" not in ctx.front:
         return
     block = ctx.block
@@ -82,7 +85,8 @@ def check_block_format(ctx: Context) -> Iterator[Hit]:
     for key, kind in BLOCK_KEYS.items():
         if key not in block:
             yield Hit(ctx.block_line(), f"opdesign block has no '{key}'")
-        elif kind is not object and kind is not int and (not isinstance(block[key], kind) or isinstance(block[key], bool)):
+        elif kind is not object and kind is not int and (not isinstance(block[key], kind)
+                                                         or isinstance(block[key], bool)):
             yield Hit(ctx.block_line(key), f"opdesign.{key} must be a {kind.__name__}, got {block[key]!r}")
     for paths, limit, text in ((POSITIVE_INTS, bd.MAX_VALUE, "2^31"), (POSITIVE_COUNTS, bd.MAX_COUNT, "2^53")):
         for path in paths:

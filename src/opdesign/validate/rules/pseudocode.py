@@ -2,8 +2,8 @@
 
 Sources: SK-01's configuration (combine_axis), AT-21
 (sub-graph scopes), C-LOOP-05 (unroll), C-SYM-06 / C-LOOP-02 (range bounds),
-C-SYM-07 (view shapes); the skeletons' own rules live in their packages. The KV-tile loop is the innermost loop around the
-first matmul, the Q-tile loop the loop directly around it.
+C-SYM-07 (view shapes); the skeletons' own rules live in their packages. The KV-tile loop is the
+innermost loop around the first matmul, the Q-tile loop the loop directly around it.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def reaching_bindings(program: Program) -> dict[int, dict[str, ast.expr]]:
             if node.body:
                 below = _stored_below(node.body)
                 inner = {} if node.kind == "def" else {k: v for k, v in env.items()
-                                                       if not (node.loop_kind or node.kind == "while") or k not in below}
+                                                       if not (node.loop_kind or node.kind == "while")
+                                                       or k not in below}
                 visit(node.body, inner)
                 for name in below:
                     env.pop(name, None)
@@ -131,7 +132,8 @@ def check_syntax(ctx: Context) -> Iterator[Hit]:
       "the end of the function (a matmul inside the scope: a warning)",
       bad=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
            "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"),
-      good=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\npypto.set_pass_options(sg_set_scope=-1)\n'
+      good=('pypto.set_pass_options(sg_set_scope=2)\nlij = pypto.sum(pij, dim=-1, keepdim=True)\n'
+            'pypto.set_pass_options(sg_set_scope=-1)\n'
             "for kv_idx in pypto.loop(kv_tiles, name='kv_tile'):\n    oij = pypto.matmul(pij_c, vj, pypto.DT_FP32)"))
 def check_scopes(ctx: Context) -> Iterator[Hit]:
     """Every scope opened with ``pypto.set_pass_options(sg_set_scope=n)`` (or the card notation
@@ -153,7 +155,7 @@ def check_scopes(ctx: Context) -> Iterator[Hit]:
     and close it after the loop. AT-21-R4's consequence is that such a scope is ignored or merges unrelated
     work, not a failure to compile, so this is a warning; a scope among others, or one opened inside a
     loop, that crosses a boundary is an error. SK-02 keeps C1 + V1 + C2 in one
-    ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""
+    ``sg_set_scope(2)`` sub-graph by design (SK-02 configuration), so its matmuls are not reported."""  # noqa: E501 (the rule's explanation, printed as written)
     if ctx.program is None:
         return
     sk = bd.rules_skeleton(ctx)
@@ -198,7 +200,7 @@ def check_combine_axis(ctx: Context) -> Iterator[Hit]:
     computing PyPTO operation (assignments, TileShape and pass options, ``reshape`` / ``view``, bare buffer
     allocations such as ``pypto.tensor([d, d], pypto.DT_FP32)``, not a filling ``full``) may come before it. Set after an operation: an error.
     Not set at all: a warning, since the card requires it but real attention kernels run without it
-    (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""
+    (hicann/pypto ``flash_attention_mha_grad_impl.py``, ``examples/.../attention.py``)."""  # noqa: E501 (the rule's explanation, printed as written)
     program = ctx.program
     if program is None:
         return

@@ -109,5 +109,6 @@ def check_vec_tile_op(ctx: Context) -> Iterator[Hit]:
         if need > dev.ub_bytes:
             rows, cols = tile.shape
             yield Hit(ctx.block_line("vec_tiles", stage, "shape"),
-                      f"{stage} tile [{rows}, {cols}] {tile.dtype}: {rows} x {cols} x {need // (rows * cols * fewest)} B "
+                      f"{stage} tile [{rows}, {cols}] {tile.dtype}: {rows} x {cols} x "
+                      f"{need // (rows * cols * fewest)} B "
                       f"x {fewest} tensors = {need} B per op > UB {dev.ub_bytes} B (devices.yaml {dev.name}.ub_bytes)")
