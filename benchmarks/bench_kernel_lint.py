@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from opdesign.validate import MAX_INPUT_BYTES, validate_kernel_text
+from opdesign.workflows.validate import MAX_INPUT_BYTES, validate_kernel_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = ('import pypto\n\nTILE = 64\n\n\n@pypto.frontend.jit()\n'

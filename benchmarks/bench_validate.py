@@ -92,8 +92,8 @@ def _distinct(bases: list[Path], count: int, out: Path) -> list[Path]:
 
 def _first_sight_bulk(folders: list[Path], root: Path) -> dict:
     """CPU ms per design over distinct designs seen first: in this process and in one CLI run."""
-    from opdesign.validate import validate_paths
     from opdesign.validate.engine import memo
+    from opdesign.workflows.validate import validate_paths
 
     memo.clear()
     start = time.process_time()
@@ -147,8 +147,8 @@ def _run(args: list[str], cwd: Path) -> tuple[float, float, subprocess.Completed
 
 def _in_process(generated: list[Path], batch: list[str], root: Path) -> dict:
     """CPU ms per design in this process: the batch, and each distinct design seen first."""
-    from opdesign.validate import validate_paths
     from opdesign.validate.engine import memo
+    from opdesign.workflows.validate import validate_paths
 
     validate_paths([generated[0]])  # imports and catalog loads are not a design's cost
     first = []

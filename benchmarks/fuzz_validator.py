@@ -123,7 +123,7 @@ def mutated(base: tuple[str, str, str], rng: random.Random) -> tuple[str, str, l
 
 def crashes(design: str, iface: str) -> list[str]:
     """Messages of the OD-DOC-10 findings of one case (empty: no rule raised)."""
-    from opdesign.validate import validate_text
+    from opdesign.workflows.validate import validate_text
 
     return [f.message for f in validate_text(design, interfaces_text=iface).findings if f.rule == INTERNAL_RULE]
 

@@ -99,7 +99,7 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="print every error finding")
     args = parser.parse_args()
     import opdesign
-    from opdesign.validate import validate_kernel_text
+    from opdesign.workflows.validate import validate_kernel_text
 
     gitdir = git_dir(args.path)
     print(f"opdesign from {Path(opdesign.__file__).parent}")

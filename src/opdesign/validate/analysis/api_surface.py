@@ -236,7 +236,16 @@ class _Checker:
             short = dotted.partition(".")[2]
             if short in self.api.non_tensor or short.rpartition(".")[2].startswith(("set_", "is_")):
                 return None
-            returns = (self.api.entry(dotted) or {}).get("returns")
+            entry = self.api.entry(dotted)
+            if entry is None:
+                return None  # not in the target's manifest (reported once as a name): its result is unknown
+            if entry.get("kind") == "class":  # an instance of the class: a Tensor, a symbolic scalar, or other
+                cls = short.rpartition(".")[2].lower().replace("_", "")
+                if cls == "symbolicscalar":
+                    return (SCALAR, None)
+                if cls != "tensor":
+                    return None
+            returns = entry.get("returns")
             if returns in _NOT_VALUES:
                 return None  # pypto.get_debug_options() is a dict, not a tensor
             if returns == "scalar":
