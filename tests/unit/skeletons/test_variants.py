@@ -262,12 +262,13 @@ def test_sk02_fallback_is_an_sk01_sparse_design_that_runs(tmp_path):
 @pytest.mark.slow
 def test_long_context_plan_builds_and_validates(tmp_path):
     # 64 x 64 heads, causal 128K: Q_TILE 64 on a3 (the FAI UB items leave no room for 128), 8.4 million roots
-    # and 4.3e9 tasks (counts above 2^31 are legitimate); q tile i (1-based) sees ceil(i / 2) KV tiles of 128
+    # and 4.3e9 tasks (counts above 2^31 are legitimate); q tile i (1-based) sees ceil(i / 2) KV tiles of 128;
+    # the config keeps the SPEC's group of 8 query heads per KV head (the kernel's GROUP, issue 30 item 6)
     path = _spec_file(tmp_path, "causal_gqa_fai", "longctx", device="a3",
                       shape={"batch": 64, "num_heads": 64, "num_kv_heads": 8, "seq_q": 131072, "seq_kv": 131072},
                       dynamic_axes=[{"name": "seq_q", "range": [1, 131072]}, {"name": "seq_kv", "range": [1, 131072]}],
                       typical_configs=[{"name": "c1", "type": "functional", "priority": "P0",
-                                        "shape": {"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 300,
+                                        "shape": {"batch": 1, "num_heads": 8, "num_kv_heads": 1, "seq_q": 300,
                                                   "seq_kv": 300}}])
     plan = estimate(load_spec(path))
     assert plan.q_tile == 64 and plan.kv_tile == 128
